@@ -1,0 +1,131 @@
+//! The project's canister wasm, as the harness and the tests need it: taken
+//! from `CALLER_WASM` / `CALLEE_WASM` when set, otherwise built from this
+//! workspace for wasm32 into a target dir of its own (`target/wasm`), so the
+//! build never contends with the native build that is running us.
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A canister of this workspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Canister {
+    Caller,
+    Callee,
+}
+
+impl Canister {
+    pub const ALL: [Canister; 2] = [Canister::Caller, Canister::Callee];
+
+    /// The cargo package, and the file name of its wasm.
+    pub fn package(self) -> &'static str {
+        match self {
+            Canister::Caller => "caller",
+            Canister::Callee => "callee",
+        }
+    }
+
+    /// The environment variable that overrides where its wasm comes from.
+    pub fn override_var(self) -> &'static str {
+        match self {
+            Canister::Caller => "CALLER_WASM",
+            Canister::Callee => "CALLEE_WASM",
+        }
+    }
+
+    /// The candid interface kept in the repository.
+    pub fn did_file(self) -> PathBuf {
+        workspace_root().join(format!("src/{0}/{0}.did", self.package()))
+    }
+}
+
+/// The caller and callee modules.
+pub struct CanisterWasms {
+    pub caller: Vec<u8>,
+    pub callee: Vec<u8>,
+}
+
+/// Loads both modules, building whatever no override names.
+pub fn caller_and_callee() -> Result<CanisterWasms> {
+    let [caller, callee] = Canister::ALL.map(wasm_path);
+    let (caller, callee) = (caller?, callee?);
+    Ok(CanisterWasms { caller: read(&caller)?, callee: read(&callee)? })
+}
+
+/// Where a canister's wasm is: the override if set (it must exist), else
+/// the freshly built module.
+pub fn wasm_path(canister: Canister) -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(canister.override_var()) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!("{}={} is not a file", canister.override_var(), path.display());
+        }
+        return Ok(path);
+    }
+    build()?;
+    Ok(wasm_target_dir()
+        .join("wasm32-unknown-unknown/release")
+        .join(format!("{}.wasm", canister.package())))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read canister wasm {}", path.display()))
+}
+
+/// The workspace this crate belongs to.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("canister_wasm lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// Where canister builds go; separate from the native target dir.
+pub fn wasm_target_dir() -> PathBuf {
+    workspace_root().join("target/wasm")
+}
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+/// Builds both canisters with the release profile. Cargo makes this a no-op
+/// when nothing changed, and serialises concurrent builds with its own lock.
+fn build() -> Result<()> {
+    let root = workspace_root();
+    ensure_wasm_target(&root)?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(&root)
+        .args(["build", "--locked", "--release", "--target", WASM_TARGET])
+        .args(Canister::ALL.iter().flat_map(|c| ["-p", c.package()]))
+        .arg("--target-dir")
+        .arg(wasm_target_dir())
+        .status()
+        .context("cannot run cargo to build the canisters")?;
+    if !status.success() {
+        bail!("building the canisters for {WASM_TARGET} failed ({status}); see cargo's output above");
+    }
+    Ok(())
+}
+
+/// rust-toolchain.toml asks for the wasm32 target, but rustup adds listed
+/// targets only when it installs the toolchain; add it if it is missing.
+fn ensure_wasm_target(root: &Path) -> Result<()> {
+    let libdir = Command::new("rustc")
+        .current_dir(root)
+        .args(["--print", "target-libdir", "--target", WASM_TARGET])
+        .output()
+        .context("cannot run rustc")?;
+    let libdir = String::from_utf8_lossy(&libdir.stdout).trim().to_string();
+    if !libdir.is_empty() && Path::new(&libdir).is_dir() {
+        return Ok(());
+    }
+    let status = Command::new("rustup")
+        .current_dir(root)
+        .args(["target", "add", WASM_TARGET])
+        .status()
+        .context("the wasm32 target is missing and rustup cannot be run to add it")?;
+    if !status.success() {
+        bail!("`rustup target add {WASM_TARGET}` failed ({status})");
+    }
+    Ok(())
+}
