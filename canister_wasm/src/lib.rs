@@ -63,9 +63,7 @@ pub fn wasm_path(canister: Canister) -> Result<PathBuf> {
         return Ok(path);
     }
     build()?;
-    Ok(wasm_target_dir()
-        .join("wasm32-unknown-unknown/release")
-        .join(format!("{}.wasm", canister.package())))
+    Ok(wasm_target_dir().join("wasm32-unknown-unknown/release").join(format!("{}.wasm", canister.package())))
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

@@ -10,11 +10,7 @@ fn ic_wasm() -> PathBuf {
     let path = std::env::var_os("IC_WASM")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join(".tools/bin/ic-wasm"));
-    assert!(
-        path.is_file(),
-        "ic-wasm not found at {}: run scripts/setup.sh (or set IC_WASM)",
-        path.display()
-    );
+    assert!(path.is_file(), "ic-wasm not found at {}: run scripts/setup.sh (or set IC_WASM)", path.display());
     path
 }
 

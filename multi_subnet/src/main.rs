@@ -1,1 +1,33 @@
-fn main() {}
+use clap::Parser;
+use multi_subnet::cli::Cli;
+use std::process::ExitCode;
+
+/// Failures end the program with one line on stderr: no backtrace, no usage dump.
+fn one_line(text: &str) -> String {
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| eprintln!("error: {}", one_line(&info.to_string()))));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{} (see --help)", one_line(&e.render().to_string()).split("; ").next().unwrap_or(""));
+            return ExitCode::from(2);
+        }
+    };
+    match cli.execute() {
+        Ok(report) => {
+            print!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -37,9 +37,7 @@ pub fn require_controller(caller: Principal, caller_is_controller: bool) -> Resu
     if caller_is_controller {
         Ok(())
     } else {
-        Err(format!(
-            "only a controller of this canister may call this method; {caller} is not one"
-        ))
+        Err(format!("only a controller of this canister may call this method; {caller} is not one"))
     }
 }
 
@@ -47,9 +45,7 @@ pub fn require_controller(caller: Principal, caller_is_controller: bool) -> Resu
 /// nothing of inter-canister messaging.
 pub fn check_callee(callee: Principal, this_canister: Principal) -> Result<Principal, String> {
     if callee == this_canister {
-        return Err(format!(
-            "{callee} is this caller canister itself: pass the id of the callee canister"
-        ));
+        return Err(format!("{callee} is this caller canister itself: pass the id of the callee canister"));
     }
     Ok(callee)
 }

@@ -1,0 +1,87 @@
+//! The real thing: a PocketIC instance with application subnets.
+
+use anyhow::{Context, Result, anyhow};
+use candid::Principal;
+use pocket_ic::common::rest::RawMessageId;
+use pocket_ic::{PocketIc, PocketIcBuilder};
+
+use super::pocket_ic_server::PocketIcServer;
+use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject};
+
+pub struct PocketIcEngine {
+    server: PocketIcServer,
+    pic: PocketIc,
+    /// Application subnets in ascending id byte order.
+    subnets: Vec<Principal>,
+    submitted: Vec<RawMessageId>,
+}
+
+impl PocketIcEngine {
+    /// Starts an instance with `subnets` application subnets on `server`.
+    /// Uses the blocking client, which runs its own tokio runtime: it must
+    /// not be called from inside another runtime.
+    pub fn start(server: PocketIcServer, subnets: usize) -> Self {
+        let mut builder = PocketIcBuilder::new().with_server_binary(server.path.clone());
+        for _ in 0..subnets {
+            builder = builder.with_application_subnet();
+        }
+        let pic = builder.build();
+        let mut subnets = pic.topology().get_app_subnets();
+        subnets.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
+        Self { server, pic, subnets, submitted: vec![] }
+    }
+}
+
+impl Engine for PocketIcEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::PocketIc
+    }
+
+    fn description(&self) -> String {
+        format!("PocketIC server {} ({})", self.server.version, self.server.path.display())
+    }
+
+    fn subnet_count(&self) -> usize {
+        self.subnets.len()
+    }
+
+    fn create_canister(&mut self, subnet: usize, controller: Principal) -> Result<Principal> {
+        let subnet_id = *self
+            .subnets
+            .get(subnet)
+            .ok_or_else(|| anyhow!("no subnet {subnet}: there are {}", self.subnets.len()))?;
+        Ok(self.pic.create_canister_on_subnet(Some(controller), None, subnet_id))
+    }
+
+    fn install(&mut self, canister: Principal, wasm: &[u8], controller: Principal) -> Result<()> {
+        let arg = candid::encode_args(()).context("encoding the empty init argument")?;
+        self.pic.install_canister(canister, wasm.to_vec(), arg, Some(controller));
+        Ok(())
+    }
+
+    fn submit(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<IngressId> {
+        let id = self
+            .pic
+            .submit_call(canister, sender, method, arg)
+            .map_err(|e| anyhow!("PocketIC refused {method}: {}", e.reject_message))?;
+        self.submitted.push(id);
+        Ok(IngressId(self.submitted.len() - 1))
+    }
+
+    fn tick(&mut self) {
+        self.pic.tick();
+    }
+
+    fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
+        let raw = self.submitted[id.0].clone();
+        self.pic.ingress_status(raw).map(|outcome| {
+            outcome.map_err(|e| Reject { code: e.reject_code as u64, message: e.reject_message })
+        })
+    }
+}

@@ -1,0 +1,8 @@
+//! The multi-subnet harness: CLI -> scenario -> engine -> canisters ->
+//! measurement -> report.
+
+pub mod cli;
+pub mod engines;
+pub mod report;
+pub mod rounds;
+pub mod scenario;

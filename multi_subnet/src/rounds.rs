@@ -1,0 +1,140 @@
+//! Where rounds are counted: submit an ingress message, then tick until the
+//! engine reports its outcome. Unlike PocketIC's `update_call`, which gives up
+//! after 100 rounds, this runs as long as the caller allows (2000 sequential
+//! cross-subnet calls need about 2000 rounds).
+
+use anyhow::{Result, bail};
+use candid::Principal;
+use serde::Serialize;
+
+use crate::engines::{Engine, IngressId, IngressOutcome};
+
+/// Rounds (ticks) from submission until the outcome was available.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct RoundsToComplete(pub u64);
+
+/// How many rounds to wait before declaring a message stuck.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoundLimit(pub u64);
+
+/// An ingress message's outcome and the rounds it took.
+#[derive(Debug)]
+pub struct Completed {
+    pub outcome: IngressOutcome,
+    pub rounds: RoundsToComplete,
+}
+
+/// Submits `method(arg)` to `canister` and ticks until it completes.
+pub fn execute(
+    engine: &mut dyn Engine,
+    canister: Principal,
+    sender: Principal,
+    method: &str,
+    arg: Vec<u8>,
+    limit: RoundLimit,
+) -> Result<Completed> {
+    let id = engine.submit(canister, sender, method, arg)?;
+    await_outcome(engine, id, limit).map_err(|e| e.context(format!("{method} on {canister}")))
+}
+
+/// Ticks until the outcome of `id` is known.
+pub fn await_outcome(engine: &mut dyn Engine, id: IngressId, limit: RoundLimit) -> Result<Completed> {
+    let mut rounds = 0;
+    loop {
+        if let Some(outcome) = engine.ingress_status(id) {
+            return Ok(Completed { outcome, rounds: RoundsToComplete(rounds) });
+        }
+        if rounds == limit.0 {
+            bail!("no answer after {} rounds", limit.0);
+        }
+        engine.tick();
+        rounds += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::{EngineKind, Reject};
+
+    /// Answers each message after a scripted number of ticks.
+    struct ScriptedEngine {
+        ticks_needed: u64,
+        ticks: u64,
+        submitted_at: Vec<u64>,
+        outcome: IngressOutcome,
+    }
+
+    impl ScriptedEngine {
+        fn new(ticks_needed: u64, outcome: IngressOutcome) -> Self {
+            Self { ticks_needed, ticks: 0, submitted_at: vec![], outcome }
+        }
+    }
+
+    impl Engine for ScriptedEngine {
+        fn kind(&self) -> EngineKind {
+            EngineKind::PocketIc
+        }
+        fn description(&self) -> String {
+            "scripted".into()
+        }
+        fn subnet_count(&self) -> usize {
+            1
+        }
+        fn create_canister(&mut self, _: usize, _: Principal) -> Result<Principal> {
+            unreachable!()
+        }
+        fn install(&mut self, _: Principal, _: &[u8], _: Principal) -> Result<()> {
+            unreachable!()
+        }
+        fn submit(&mut self, _: Principal, _: Principal, _: &str, _: Vec<u8>) -> Result<IngressId> {
+            self.submitted_at.push(self.ticks);
+            Ok(IngressId(self.submitted_at.len() - 1))
+        }
+        fn tick(&mut self) {
+            self.ticks += 1;
+        }
+        fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
+            (self.ticks - self.submitted_at[id.0] >= self.ticks_needed).then(|| self.outcome.clone())
+        }
+    }
+
+    fn run(engine: &mut ScriptedEngine, limit: u64) -> Result<Completed> {
+        let p = Principal::anonymous();
+        execute(engine, p, p, "m", vec![], RoundLimit(limit))
+    }
+
+    #[test]
+    fn counts_exactly_the_ticks_the_engine_needed() {
+        for needed in [0, 1, 2, 91, 2001] {
+            let mut engine = ScriptedEngine::new(needed, Ok(vec![7]));
+            let done = run(&mut engine, 10_000).unwrap();
+            assert_eq!(done.rounds, RoundsToComplete(needed));
+            assert_eq!(done.outcome, Ok(vec![7]));
+            assert_eq!(engine.ticks, needed, "no tick after the answer");
+        }
+    }
+
+    #[test]
+    fn counts_from_submission_not_from_engine_start() {
+        let mut engine = ScriptedEngine::new(3, Ok(vec![]));
+        run(&mut engine, 10).unwrap();
+        assert_eq!(run(&mut engine, 10).unwrap().rounds, RoundsToComplete(3));
+    }
+
+    #[test]
+    fn passes_rejects_through() {
+        let reject = Reject { code: 5, message: "trapped".into() };
+        let mut engine = ScriptedEngine::new(1, Err(reject.clone()));
+        assert_eq!(run(&mut engine, 10).unwrap().outcome, Err(reject));
+    }
+
+    #[test]
+    fn gives_up_at_the_limit_and_says_so() {
+        let mut engine = ScriptedEngine::new(150, Ok(vec![]));
+        let err = run(&mut engine, 100).unwrap_err();
+        assert!(format!("{err:#}").contains("no answer after 100 rounds"), "{err:#}");
+        assert_eq!(engine.ticks, 100);
+    }
+}
