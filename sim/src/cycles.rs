@@ -1,0 +1,67 @@
+//! Cycle prices of a 13-node application subnet, as the replica's
+//! `CyclesAccountManager` computes them (`rs/cycles_account_manager`,
+//! `rs/config/src/subnet_config.rs`).
+
+/// Base fee of an inter-canister call.
+pub const XNET_CALL_FEE: u128 = 260_000;
+/// Fee per byte of request or response sent.
+pub const XNET_BYTE_TRANSMISSION_FEE: u128 = 1_000;
+/// Fee per executed message.
+pub const UPDATE_MESSAGE_EXECUTION_FEE: u128 = 5_000_000;
+/// Fee per 10 executed instructions.
+pub const TEN_UPDATE_INSTRUCTIONS_EXECUTION_FEE: u128 = 10;
+/// The largest response a call may get back; the caller prepays for it.
+pub const MAX_RESPONSE_BYTES: u128 = 2 * 1024 * 1024;
+/// Instruction limit of one message execution (with deterministic time slicing).
+pub const MAX_INSTRUCTIONS_PER_MESSAGE: u64 = 40_000_000_000;
+
+/// Cycles for executing `instructions`.
+pub fn execution_cost(instructions: u64) -> u128 {
+    UPDATE_MESSAGE_EXECUTION_FEE + u128::from(instructions) * TEN_UPDATE_INSTRUCTIONS_EXECUTION_FEE / 10
+}
+
+/// Sending a request of `method_len + arg_len` bytes.
+fn request_cost(method_len: u64, arg_len: u64) -> u128 {
+    XNET_CALL_FEE + XNET_BYTE_TRANSMISSION_FEE * u128::from(method_len + arg_len)
+}
+
+/// `ic0.cost_call`: what `call_perform` withdraws up front. It covers the
+/// request, the largest possible response and the longest possible callback.
+pub fn call_prepayment(method_len: u64, arg_len: u64) -> u128 {
+    request_cost(method_len, arg_len)
+        + XNET_BYTE_TRANSMISSION_FEE * MAX_RESPONSE_BYTES
+        + execution_cost(MAX_INSTRUCTIONS_PER_MESSAGE)
+}
+
+/// What a call really cost, once its response was sent and its callback ran;
+/// the rest of the prepayment is refunded.
+pub fn call_actual_cost(
+    method_len: u64,
+    arg_len: u64,
+    response_bytes: u64,
+    callback_instructions: u64,
+) -> u128 {
+    request_cost(method_len, arg_len)
+        + XNET_BYTE_TRANSMISSION_FEE * u128::from(response_bytes)
+        + execution_cost(callback_instructions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ping_prepays_about_42_billion_cycles() {
+        let cost = call_prepayment("ping".len() as u64, 6);
+        assert_eq!(cost, 260_000 + 10_000 + 2_097_152_000 + 5_000_000 + 40_000_000_000);
+    }
+
+    #[test]
+    fn the_actual_cost_never_exceeds_the_prepayment() {
+        let (m, a) = (4, 6);
+        assert!(
+            call_actual_cost(m, a, MAX_RESPONSE_BYTES as u64, MAX_INSTRUCTIONS_PER_MESSAGE)
+                <= call_prepayment(m, a)
+        );
+    }
+}

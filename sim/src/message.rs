@@ -1,0 +1,137 @@
+//! The IC's message vocabulary: requests, responses, reject codes.
+
+use candid::Principal;
+use std::fmt;
+
+/// Reject codes of the IC interface specification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RejectCode {
+    SysFatal = 1,
+    SysTransient = 2,
+    DestinationInvalid = 3,
+    CanisterReject = 4,
+    CanisterError = 5,
+    SysUnknown = 6,
+}
+
+impl RejectCode {
+    pub fn from_u32(code: u32) -> Option<Self> {
+        Some(match code {
+            1 => Self::SysFatal,
+            2 => Self::SysTransient,
+            3 => Self::DestinationInvalid,
+            4 => Self::CanisterReject,
+            5 => Self::CanisterError,
+            6 => Self::SysUnknown,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for RejectCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Self::SysFatal => "SYS_FATAL",
+            Self::SysTransient => "SYS_TRANSIENT",
+            Self::DestinationInvalid => "DESTINATION_INVALID",
+            Self::CanisterReject => "CANISTER_REJECT",
+            Self::CanisterError => "CANISTER_ERROR",
+            Self::SysUnknown => "SYS_UNKNOWN",
+        };
+        write!(f, "{name} ({})", *self as u32)
+    }
+}
+
+/// A reject: code and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reject {
+    pub code: RejectCode,
+    pub message: String,
+}
+
+impl fmt::Display for Reject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// What a call context answers with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    Reply(Vec<u8>),
+    Reject(Reject),
+}
+
+impl Payload {
+    pub fn reject(code: RejectCode, message: impl Into<String>) -> Self {
+        Payload::Reject(Reject { code, message: message.into() })
+    }
+
+    pub fn size(&self) -> usize {
+        match self {
+            Payload::Reply(data) => data.len(),
+            Payload::Reject(reject) => reject.message.len(),
+        }
+    }
+}
+
+/// Identifies a callback within its (calling) canister.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CallbackId(pub u64);
+
+/// Identifies a call context within its canister.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CallContextId(pub u64);
+
+/// Identifies an ingress message, in submission order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MessageId(pub u64);
+
+/// An inter-canister call on its way to the callee.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub sender: Principal,
+    pub receiver: Principal,
+    pub method: String,
+    pub arg: Vec<u8>,
+    pub cycles: u128,
+    pub callback: CallbackId,
+}
+
+/// An answer on its way back to the caller.
+#[derive(Clone, Debug)]
+pub struct Response {
+    pub originator: Principal,
+    pub callback: CallbackId,
+    pub payload: Payload,
+    /// Attached cycles the callee did not accept.
+    pub refund: u128,
+}
+
+/// A user's update call.
+#[derive(Clone, Debug)]
+pub struct Ingress {
+    pub id: MessageId,
+    pub sender: Principal,
+    pub receiver: Principal,
+    pub method: String,
+    pub arg: Vec<u8>,
+}
+
+/// Anything in a canister's input queue.
+#[derive(Clone, Debug)]
+pub enum Message {
+    Ingress(Ingress),
+    Request(Request),
+    Response(Response),
+}
+
+impl Message {
+    pub fn receiver(&self) -> Principal {
+        match self {
+            Message::Ingress(m) => m.receiver,
+            Message::Request(m) => m.receiver,
+            Message::Response(m) => m.originator,
+        }
+    }
+}

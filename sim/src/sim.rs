@@ -1,0 +1,497 @@
+//! Subnets, rounds and message routing, behind an API shaped like
+//! PocketIC's: create canisters on subnets, install code, submit ingress
+//! messages, `tick()`, read their status.
+
+use candid::Principal;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::rc::Rc;
+
+use crate::canister::{Canister, CanisterStatus, InstallMode, Output};
+use crate::code::{self, CompiledModule};
+use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode, Response};
+use crate::stats::CanisterStats;
+use crate::system_api::ApiLimits;
+
+/// The model's parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct SimConfig {
+    /// Requests in flight per (caller, callee) pair (`DEFAULT_QUEUE_CAPACITY`).
+    pub queue_capacity: u32,
+    /// IC time at the first round, in ns since the epoch.
+    pub start_time_ns: u64,
+    /// How far time moves per tick (PocketIC: 1 ns).
+    pub time_step_ns: u64,
+    /// Cycles a new canister starts with (PocketIC: 100 T).
+    pub initial_cycles: u128,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            queue_capacity: 500,
+            start_time_ns: 1_767_225_600_000_000_000, // 2026-01-01T00:00:00Z
+            time_step_ns: 1,
+            initial_cycles: 100_000_000_000_000,
+        }
+    }
+}
+
+/// A management operation that could not be done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimError(pub String);
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SimError {}
+
+fn fail<T>(message: impl Into<String>) -> Result<T, SimError> {
+    Err(SimError(message.into()))
+}
+
+/// PocketIC's `update_call` gives up after this many rounds.
+pub const UPDATE_CALL_ROUND_LIMIT: u64 = 100;
+
+struct Subnet {
+    id: Principal,
+    canisters: BTreeSet<Principal>,
+    /// Ingress messages submitted since the subnet's last round.
+    ingress_pool: Vec<Message>,
+    /// Messages from other subnets' streams, inducted at its next round.
+    inbound: Vec<Message>,
+    next_canister: u64,
+}
+
+enum IngressState {
+    Processing,
+    Completed(Payload),
+}
+
+/// The simulated IC.
+pub struct Sim {
+    engine: wasmi::Engine,
+    config: SimConfig,
+    /// In ascending order of id bytes: the order of a tick.
+    subnets: Vec<Subnet>,
+    canisters: BTreeMap<Principal, Canister>,
+    modules: BTreeMap<Vec<u8>, Rc<CompiledModule>>,
+    ingress: BTreeMap<MessageId, IngressState>,
+    next_message: u64,
+    time: u64,
+    ticks: u64,
+}
+
+/// Builds a [`Sim`] with the given subnets.
+pub struct SimBuilder {
+    subnet_ids: Vec<Principal>,
+    config: SimConfig,
+}
+
+impl SimBuilder {
+    /// Adds an application subnet with a generated id.
+    pub fn with_subnet(mut self) -> Self {
+        let n = self.subnet_ids.len() as u8;
+        let mut bytes = [n.wrapping_mul(37).wrapping_add(11); 29];
+        bytes[28] = 2;
+        self.subnet_ids.push(Principal::from_slice(&bytes));
+        self
+    }
+
+    /// Adds an application subnet with id `id`.
+    pub fn with_subnet_id(mut self, id: Principal) -> Self {
+        self.subnet_ids.push(id);
+        self
+    }
+
+    pub fn with_config(mut self, config: SimConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    pub fn build(self) -> Sim {
+        let mut ids = self.subnet_ids;
+        ids.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
+        ids.dedup();
+        let subnets = ids
+            .into_iter()
+            .map(|id| Subnet {
+                id,
+                canisters: BTreeSet::new(),
+                ingress_pool: vec![],
+                inbound: vec![],
+                next_canister: 0,
+            })
+            .collect();
+        Sim {
+            engine: code::engine(),
+            config: self.config,
+            subnets,
+            canisters: BTreeMap::new(),
+            modules: BTreeMap::new(),
+            ingress: BTreeMap::new(),
+            next_message: 0,
+            time: self.config.start_time_ns,
+            ticks: 0,
+        }
+    }
+}
+
+impl Sim {
+    pub fn builder() -> SimBuilder {
+        SimBuilder { subnet_ids: vec![], config: SimConfig::default() }
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    /// Subnet ids in ascending byte order; `create_canister` takes an index into it.
+    pub fn subnets(&self) -> Vec<Principal> {
+        self.subnets.iter().map(|s| s.id).collect()
+    }
+
+    pub fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// Ticks executed so far.
+    pub fn ticks(&self) -> u64 {
+        self.ticks
+    }
+
+    pub fn advance_time(&mut self, ns: u64) {
+        self.time += ns;
+    }
+
+    fn canister(&self, id: Principal) -> Result<&Canister, SimError> {
+        self.canisters.get(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))
+    }
+
+    /// For management operations: only controllers may do them.
+    fn controlled(&mut self, id: Principal, sender: Principal) -> Result<&mut Canister, SimError> {
+        let canister =
+            self.canisters.get_mut(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))?;
+        if !canister.system_state().controllers.contains(&sender) {
+            return fail(format!("only a controller of canister {id} may do this; {sender} is not one"));
+        }
+        Ok(canister)
+    }
+
+    // ----- Canister management -----
+
+    /// Creates an empty canister on subnet `subnet` (an index into [`Sim::subnets`]).
+    pub fn create_canister(
+        &mut self,
+        subnet: usize,
+        controllers: Vec<Principal>,
+    ) -> Result<Principal, SimError> {
+        let Some(s) = self.subnets.get_mut(subnet) else {
+            return fail(format!("no subnet {subnet}: there are {}", self.subnets.len()));
+        };
+        // Each subnet allocates from its own range, as on the IC.
+        let index = ((subnet as u64) << 20) + s.next_canister;
+        s.next_canister += 1;
+        let mut bytes = index.to_be_bytes().to_vec();
+        bytes.extend([1, 1]);
+        let id = Principal::from_slice(&bytes);
+        s.canisters.insert(id);
+        let limits = ApiLimits { queue_capacity: self.config.queue_capacity };
+        let canister =
+            Canister::new(&self.engine, id, subnet, controllers, self.config.initial_cycles, limits);
+        self.canisters.insert(id, canister);
+        Ok(id)
+    }
+
+    fn compile(&mut self, wasm: &[u8]) -> Result<Rc<CompiledModule>, SimError> {
+        if let Some(module) = self.modules.get(wasm) {
+            return Ok(module.clone());
+        }
+        let module = Rc::new(CompiledModule::compile(&self.engine, wasm).map_err(SimError)?);
+        self.modules.insert(wasm.to_vec(), module.clone());
+        Ok(module)
+    }
+
+    /// Installs `wasm` and runs `canister_init(arg)`.
+    pub fn install_canister(
+        &mut self,
+        id: Principal,
+        wasm: &[u8],
+        arg: Vec<u8>,
+        sender: Principal,
+    ) -> Result<(), SimError> {
+        self.install(id, wasm, arg, sender, InstallMode::Install)
+    }
+
+    /// Upgrades to `wasm`, keeping stable memory.
+    pub fn upgrade_canister(
+        &mut self,
+        id: Principal,
+        wasm: &[u8],
+        arg: Vec<u8>,
+        sender: Principal,
+    ) -> Result<(), SimError> {
+        self.install(id, wasm, arg, sender, InstallMode::Upgrade)
+    }
+
+    fn install(
+        &mut self,
+        id: Principal,
+        wasm: &[u8],
+        arg: Vec<u8>,
+        sender: Principal,
+        mode: InstallMode,
+    ) -> Result<(), SimError> {
+        self.controlled(id, sender)?;
+        let module = self.compile(wasm)?;
+        let (engine, time) = (self.engine.clone(), self.time);
+        let canister = self.canisters.get_mut(&id).expect("checked");
+        canister.install(&engine, module, arg, sender, mode, time).map_err(SimError)
+    }
+
+    /// Stops the canister: it takes no new calls, and once its open call
+    /// contexts have closed (ticking until they have) it is stopped.
+    pub fn stop_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
+        let canister = self.controlled(id, sender)?;
+        canister.status = if canister.has_open_call_contexts() {
+            CanisterStatus::Stopping
+        } else {
+            CanisterStatus::Stopped
+        };
+        for _ in 0..UPDATE_CALL_ROUND_LIMIT {
+            if self.canister(id)?.status == CanisterStatus::Stopped {
+                return Ok(());
+            }
+            self.tick();
+        }
+        fail(format!("canister {id} did not stop within {UPDATE_CALL_ROUND_LIMIT} rounds"))
+    }
+
+    pub fn start_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
+        self.controlled(id, sender)?.status = CanisterStatus::Running;
+        Ok(())
+    }
+
+    /// Deletes a stopped canister. Calls to it then fail with DESTINATION_INVALID.
+    pub fn delete_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
+        let canister = self.controlled(id, sender)?;
+        if canister.status != CanisterStatus::Stopped {
+            return fail(format!("canister {id} must be stopped before it is deleted"));
+        }
+        let mut canister = self.canisters.remove(&id).expect("checked");
+        self.subnets[canister.subnet].canisters.remove(&id);
+        let pending: Vec<Message> = canister.queue.drain(..).collect();
+        canister.uninstall();
+        for message in pending {
+            self.deliver(canister.subnet, message);
+        }
+        Ok(())
+    }
+
+    /// Sets a canister environment variable (as icp-cli's `PUBLIC_CANISTER_ID:<name>`).
+    pub fn set_env_var(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        name: &str,
+        value: &str,
+    ) -> Result<(), SimError> {
+        self.controlled(id, sender)?.system_state_mut().env_vars.insert(name.into(), value.into());
+        Ok(())
+    }
+
+    pub fn add_cycles(&mut self, id: Principal, amount: u128) -> Result<u128, SimError> {
+        let canister =
+            self.canisters.get_mut(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))?;
+        canister.system_state_mut().balance += amount;
+        Ok(canister.system_state().balance)
+    }
+
+    pub fn cycle_balance(&self, id: Principal) -> Result<u128, SimError> {
+        Ok(self.canister(id)?.system_state().balance)
+    }
+
+    pub fn stats(&self, id: Principal) -> Result<&CanisterStats, SimError> {
+        Ok(&self.canister(id)?.stats)
+    }
+
+    /// What the canister printed with `ic0.debug_print`.
+    pub fn debug_log(&self, id: Principal) -> Result<&[String], SimError> {
+        Ok(&self.canister(id)?.system_state().debug_log)
+    }
+
+    // ----- Ingress -----
+
+    /// Submits an update call. It is inducted in the next round of the
+    /// canister's subnet. `canister_inspect_message` may refuse it here.
+    pub fn submit_call(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<MessageId, Reject> {
+        let time = self.time;
+        let Some(canister) = self.canisters.get_mut(&id) else {
+            return Err(Reject {
+                code: RejectCode::DestinationInvalid,
+                message: format!("Canister {id} not found"),
+            });
+        };
+        canister
+            .inspect(sender, method, arg.clone(), time)
+            .map_err(|message| Reject { code: RejectCode::CanisterReject, message })?;
+        let message_id = MessageId(self.next_message);
+        self.next_message += 1;
+        let subnet = canister.subnet;
+        let ingress = Ingress { id: message_id, sender, receiver: id, method: method.into(), arg };
+        self.subnets[subnet].ingress_pool.push(Message::Ingress(ingress));
+        self.ingress.insert(message_id, IngressState::Processing);
+        Ok(message_id)
+    }
+
+    /// `None` while the message is being processed.
+    pub fn ingress_status(&self, id: MessageId) -> Option<Result<Vec<u8>, Reject>> {
+        match self.ingress.get(&id)? {
+            IngressState::Processing => None,
+            IngressState::Completed(Payload::Reply(data)) => Some(Ok(data.clone())),
+            IngressState::Completed(Payload::Reject(reject)) => Some(Err(reject.clone())),
+        }
+    }
+
+    /// Submits and ticks until the answer, like PocketIC's `update_call`
+    /// (which gives up after [`UPDATE_CALL_ROUND_LIMIT`] rounds).
+    pub fn update_call(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Vec<u8>, Reject> {
+        let message = self.submit_call(id, sender, method, arg)?;
+        for _ in 0..UPDATE_CALL_ROUND_LIMIT {
+            self.tick();
+            if let Some(outcome) = self.ingress_status(message) {
+                return outcome;
+            }
+        }
+        Err(Reject {
+            code: RejectCode::SysUnknown,
+            message: format!("no answer to {method} after {UPDATE_CALL_ROUND_LIMIT} rounds"),
+        })
+    }
+
+    /// Runs a query; nothing it does is kept.
+    pub fn query_call(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Vec<u8>, Reject> {
+        let time = self.time;
+        let Some(canister) = self.canisters.get_mut(&id) else {
+            return Err(Reject {
+                code: RejectCode::DestinationInvalid,
+                message: format!("Canister {id} not found"),
+            });
+        };
+        match canister.query(sender, method, arg, time) {
+            Payload::Reply(data) => Ok(data),
+            Payload::Reject(reject) => Err(reject),
+        }
+    }
+
+    // ----- Rounds -----
+
+    /// One round on every subnet, in ascending subnet-id order.
+    pub fn tick(&mut self) {
+        self.time += self.config.time_step_ns;
+        self.ticks += 1;
+        for subnet in 0..self.subnets.len() {
+            self.execute_round(subnet);
+        }
+    }
+
+    /// Induct what the other subnets sent and the ingress submitted, then
+    /// execute until nothing is left. Messages between canisters of this
+    /// subnet are inducted after each iteration and run in the next one, so
+    /// a same-subnet call and its callback can complete within one round.
+    fn execute_round(&mut self, subnet: usize) {
+        let inbound = std::mem::take(&mut self.subnets[subnet].inbound);
+        let ingress = std::mem::take(&mut self.subnets[subnet].ingress_pool);
+        for message in inbound.into_iter().chain(ingress) {
+            self.deliver(subnet, message);
+        }
+        loop {
+            let time = self.time;
+            let active: Vec<Principal> = self.subnets[subnet]
+                .canisters
+                .iter()
+                .filter(|id| self.canisters[id].has_work(time))
+                .copied()
+                .collect();
+            if active.is_empty() {
+                break;
+            }
+            let mut outputs = vec![];
+            for id in active {
+                let canister = self.canisters.get_mut(&id).expect("on this subnet");
+                // What was inducted before this iteration, plus a due timer.
+                for _ in 0..canister.queue.len().max(1) {
+                    outputs.extend(canister.execute_next(time));
+                }
+            }
+            for output in outputs {
+                self.route(subnet, output);
+            }
+        }
+    }
+
+    /// Sends an output from a canister on `from` to where it goes.
+    fn route(&mut self, from: usize, output: Output) {
+        let message = match output {
+            Output::IngressCompleted(id, payload) => {
+                self.ingress.insert(id, IngressState::Completed(payload));
+                return;
+            }
+            Output::Request(request) => Message::Request(request),
+            Output::Response(response) => Message::Response(response),
+        };
+        match self.canisters.get(&message.receiver()).map(|c| c.subnet) {
+            Some(to) if to == from => self.deliver(from, message),
+            Some(to) => self.subnets[to].inbound.push(message),
+            // No such canister: induction on `from` answers for it.
+            None => self.deliver(from, message),
+        }
+    }
+
+    /// Puts a message in its receiver's queue, or answers it when the
+    /// receiver does not exist.
+    fn deliver(&mut self, subnet: usize, message: Message) {
+        if let Some(canister) = self.canisters.get_mut(&message.receiver()) {
+            canister.queue.push_back(message);
+            return;
+        }
+        let gone = |id: Principal| Reject {
+            code: RejectCode::DestinationInvalid,
+            message: format!("Canister {id} not found"),
+        };
+        match message {
+            Message::Request(r) => {
+                let payload = Payload::Reject(gone(r.receiver));
+                let response =
+                    Response { originator: r.sender, callback: r.callback, payload, refund: r.cycles };
+                self.route(subnet, Output::Response(response));
+            }
+            Message::Ingress(m) => {
+                self.ingress.insert(m.id, IngressState::Completed(Payload::Reject(gone(m.receiver))));
+            }
+            // Nobody is left to execute the callback.
+            Message::Response(_) => {}
+        }
+    }
+}

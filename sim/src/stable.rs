@@ -1,0 +1,100 @@
+//! Stable memory with an undo log: every write goes through the system API,
+//! so remembering what it overwrote makes a rollback cost only what the
+//! message wrote, however large the memory is.
+
+pub const PAGE_SIZE: u64 = 64 * 1024;
+/// The model's limit (the replica allows hundreds of GiB).
+pub const MAX_PAGES: u64 = 16 * 1024;
+
+#[derive(Clone, Default)]
+pub struct StableMemory {
+    bytes: Vec<u8>,
+    /// (offset, overwritten bytes) since the last checkpoint, oldest first.
+    undo: Vec<(u64, Vec<u8>)>,
+    pages_at_checkpoint: u64,
+}
+
+impl StableMemory {
+    pub fn pages(&self) -> u64 {
+        self.bytes.len() as u64 / PAGE_SIZE
+    }
+
+    /// Returns the previous size in pages, or -1 (as u64::MAX) if the
+    /// memory cannot grow that much.
+    pub fn grow(&mut self, pages: u64) -> i64 {
+        let old = self.pages();
+        match old.checked_add(pages) {
+            Some(new) if new <= MAX_PAGES => {
+                self.bytes.resize((new * PAGE_SIZE) as usize, 0);
+                old as i64
+            }
+            _ => -1,
+        }
+    }
+
+    fn range(&self, offset: u64, len: u64) -> Result<std::ops::Range<usize>, String> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.bytes.len() as u64 => Ok(offset as usize..end as usize),
+            _ => Err(format!("stable memory access out of bounds: {offset}+{len} > {}", self.bytes.len())),
+        }
+    }
+
+    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, String> {
+        Ok(self.bytes[self.range(offset, len)?].to_vec())
+    }
+
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), String> {
+        let range = self.range(offset, data.len() as u64)?;
+        // Bytes beyond the checkpoint's size are dropped by truncation instead.
+        let checkpoint_end = (self.pages_at_checkpoint * PAGE_SIZE) as usize;
+        if range.start < checkpoint_end {
+            let end = range.end.min(checkpoint_end);
+            self.undo.push((offset, self.bytes[range.start..end].to_vec()));
+        }
+        self.bytes[range].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Makes the current contents the state a rollback returns to.
+    pub fn checkpoint(&mut self) {
+        self.undo.clear();
+        self.pages_at_checkpoint = self.pages();
+    }
+
+    /// Returns to the last checkpoint.
+    pub fn rollback(&mut self) {
+        for (offset, old) in self.undo.drain(..).rev() {
+            self.bytes[offset as usize..offset as usize + old.len()].copy_from_slice(&old);
+        }
+        self.bytes.truncate((self.pages_at_checkpoint * PAGE_SIZE) as usize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollback_undoes_writes_and_growth() {
+        let mut s = StableMemory::default();
+        assert_eq!(s.grow(1), 0);
+        s.write(10, b"kept").unwrap();
+        s.checkpoint();
+        s.write(8, b"overwritten").unwrap();
+        assert_eq!(s.grow(2), 1);
+        s.write(PAGE_SIZE + 5, b"new page").unwrap();
+        s.write(PAGE_SIZE - 2, b"spans").unwrap();
+        s.rollback();
+        assert_eq!(s.pages(), 1);
+        assert_eq!(s.read(8, 8).unwrap(), b"\0\0kept\0\0");
+        assert_eq!(s.read(PAGE_SIZE - 2, 2).unwrap(), b"\0\0");
+    }
+
+    #[test]
+    fn out_of_bounds_is_an_error() {
+        let mut s = StableMemory::default();
+        assert!(s.write(0, b"x").is_err());
+        assert!(s.read(u64::MAX, 2).is_err());
+        assert_eq!(s.grow(MAX_PAGES + 1), -1);
+    }
+}

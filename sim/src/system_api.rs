@@ -1,0 +1,666 @@
+//! The `ic0` system API, as host functions over a canister's
+//! [`SystemState`]. Signatures are those of the `ic0` crate ic-cdk uses
+//! (wasm32: `usize` is `i32`). Every effect a message has outside its own
+//! linear memory is collected in [`Execution`] and applied by the canister
+//! only if the message does not trap, which is how a trap undoes them.
+
+use candid::Principal;
+use std::collections::BTreeMap;
+use std::fmt;
+use wasmi::{Caller, Error, Linker, Memory, Val};
+
+use crate::cycles;
+use crate::message::{Payload, RejectCode};
+use crate::stable::StableMemory;
+
+/// Why a message stopped early. The message is then rolled back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanisterTrap(pub String);
+
+impl fmt::Display for CanisterTrap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl wasmi::errors::HostError for CanisterTrap {}
+
+fn trap<T>(message: impl Into<String>) -> Result<T, Error> {
+    Err(Error::host(CanisterTrap(message.into())))
+}
+
+/// A call between `call_new` and `call_perform`.
+#[derive(Clone, Debug)]
+pub struct NewCall {
+    pub callee: Principal,
+    pub method: String,
+    pub reply: (u32, u32),
+    pub reject: (u32, u32),
+    pub cleanup: Option<(u32, u32)>,
+    pub arg: Vec<u8>,
+    pub cycles: u128,
+    pub timeout_seconds: Option<u32>,
+}
+
+/// A call that `call_perform` accepted: on commit it becomes a callback and
+/// a request.
+#[derive(Clone, Debug)]
+pub struct PerformedCall {
+    pub call: NewCall,
+    pub prepayment: u128,
+}
+
+/// What kind of entry point runs; decides which system calls make sense.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    Init,
+    PreUpgrade,
+    PostUpgrade,
+    Update,
+    Query,
+    InspectMessage,
+    ReplyCallback,
+    RejectCallback,
+    Cleanup,
+    GlobalTimer,
+}
+
+impl EntryKind {
+    fn may_call(self) -> bool {
+        matches!(self, Self::Update | Self::ReplyCallback | Self::RejectCallback | Self::GlobalTimer)
+    }
+}
+
+/// One message execution's inputs and collected effects.
+#[derive(Debug)]
+pub struct Execution {
+    pub kind: EntryKind,
+    pub caller: Principal,
+    pub method: String,
+    /// The argument, or the reply data in a reply callback.
+    pub arg: Vec<u8>,
+    /// In a reject callback: the reject (code, message).
+    pub reject: Option<(RejectCode, String)>,
+    /// Whether the call context may still answer.
+    pub can_reply: bool,
+    pub reply_data: Vec<u8>,
+    pub response: Option<Payload>,
+    pub new_call: Option<NewCall>,
+    pub performed: Vec<PerformedCall>,
+    /// Request slots this message took, per callee (not yet committed).
+    pub slots_taken: BTreeMap<Principal, u32>,
+    pub cycles_available: u128,
+    pub cycles_accepted: u128,
+    pub cycles_refunded: u128,
+    /// Withdrawn from the balance by this message (attached cycles, prepayments).
+    pub cycles_withdrawn: u128,
+    pub timer: Option<u64>,
+    pub accepted: bool,
+    pub time: u64,
+    /// Instructions of the call context before this message.
+    pub call_context_instructions: u64,
+    /// Fuel at the start of the message.
+    pub fuel_limit: u64,
+    /// `call_perform`s that returned non-zero.
+    pub calls_refused: u64,
+}
+
+impl Execution {
+    pub fn new(kind: EntryKind, caller: Principal, method: String, arg: Vec<u8>, time: u64) -> Self {
+        Self {
+            kind,
+            caller,
+            method,
+            arg,
+            reject: None,
+            can_reply: matches!(
+                kind,
+                EntryKind::Update | EntryKind::Query | EntryKind::ReplyCallback | EntryKind::RejectCallback
+            ),
+            reply_data: vec![],
+            response: None,
+            new_call: None,
+            performed: vec![],
+            slots_taken: BTreeMap::new(),
+            cycles_available: 0,
+            cycles_accepted: 0,
+            cycles_refunded: 0,
+            cycles_withdrawn: 0,
+            timer: None,
+            accepted: false,
+            time,
+            call_context_instructions: 0,
+            fuel_limit: cycles::MAX_INSTRUCTIONS_PER_MESSAGE,
+            calls_refused: 0,
+        }
+    }
+}
+
+/// The parameters of the model that the system API needs.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiLimits {
+    /// Requests in flight per (caller, callee) pair.
+    pub queue_capacity: u32,
+}
+
+/// The part of a canister's state that its code reaches through `ic0`.
+pub struct SystemState {
+    pub id: Principal,
+    pub controllers: Vec<Principal>,
+    pub env_vars: BTreeMap<String, String>,
+    pub balance: u128,
+    /// Cycles the canister must keep (its freezing threshold).
+    pub freezing_reserve: u128,
+    pub stable: StableMemory,
+    /// Requests in flight per callee: performed and not yet answered by a
+    /// consumed response.
+    pub in_flight: BTreeMap<Principal, u32>,
+    pub global_timer: u64,
+    pub canister_version: u64,
+    pub limits: ApiLimits,
+    pub memory: Option<Memory>,
+    pub exec: Option<Execution>,
+    pub debug_log: Vec<String>,
+}
+
+impl SystemState {
+    pub fn new(id: Principal, controllers: Vec<Principal>, balance: u128, limits: ApiLimits) -> Self {
+        Self {
+            id,
+            controllers,
+            env_vars: BTreeMap::new(),
+            balance,
+            freezing_reserve: 0,
+            stable: StableMemory::default(),
+            in_flight: BTreeMap::new(),
+            global_timer: 0,
+            canister_version: 0,
+            limits,
+            memory: None,
+            exec: None,
+            debug_log: vec![],
+        }
+    }
+
+    pub fn liquid_balance(&self) -> u128 {
+        self.balance.saturating_sub(self.freezing_reserve)
+    }
+
+    fn exec(&mut self) -> Result<&mut Execution, Error> {
+        match self.exec.as_mut() {
+            Some(exec) => Ok(exec),
+            None => trap("system call outside a message execution"),
+        }
+    }
+}
+
+type Ctx<'a> = Caller<'a, SystemState>;
+
+fn memory(caller: &Ctx<'_>) -> Result<Memory, Error> {
+    match caller.data().memory {
+        Some(memory) => Ok(memory),
+        None => trap("the module has no memory"),
+    }
+}
+
+fn range(ptr: i32, len: i32, size: usize) -> Result<std::ops::Range<usize>, Error> {
+    let (ptr, len) = (ptr as u32 as usize, len as u32 as usize);
+    match ptr.checked_add(len) {
+        Some(end) if end <= size => Ok(ptr..end),
+        _ => trap(format!("memory access out of bounds: {ptr}+{len} > {size}")),
+    }
+}
+
+/// Reads `len` bytes at `ptr` of the canister's memory.
+fn read(caller: &Ctx<'_>, ptr: i32, len: i32) -> Result<Vec<u8>, Error> {
+    let memory = memory(caller)?;
+    let data = memory.data(caller);
+    Ok(data[range(ptr, len, data.len())?].to_vec())
+}
+
+fn read_string(caller: &Ctx<'_>, ptr: i32, len: i32, what: &str) -> Result<String, Error> {
+    String::from_utf8(read(caller, ptr, len)?).or_else(|_| trap(format!("{what} is not valid UTF-8")))
+}
+
+/// The `*_copy(dst, offset, size)` pattern: copies `source[offset..offset+size]`
+/// to `data[dst..]`, trapping when either range is out of bounds.
+fn copy_slice(data: &mut [u8], source: &[u8], dst: i32, offset: i32, size: i32) -> Result<(), Error> {
+    let from = range(offset, size, source.len())?;
+    let to = range(dst, size, data.len())?;
+    data[to].copy_from_slice(&source[from]);
+    Ok(())
+}
+
+fn copy_out(caller: &mut Ctx<'_>, dst: i32, offset: i32, size: i32, source: &[u8]) -> Result<(), Error> {
+    let memory = memory(caller)?;
+    copy_slice(memory.data_mut(caller), source, dst, offset, size)
+}
+
+fn write(caller: &mut Ctx<'_>, dst: i32, bytes: &[u8]) -> Result<(), Error> {
+    let memory = memory(caller)?;
+    let data = memory.data_mut(caller);
+    let to = range(dst, bytes.len() as i32, data.len())?;
+    data[to].copy_from_slice(bytes);
+    Ok(())
+}
+
+fn write_u128(caller: &mut Ctx<'_>, dst: i32, value: u128) -> Result<(), Error> {
+    write(caller, dst, &value.to_le_bytes())
+}
+
+fn u128_of(high: i64, low: i64) -> u128 {
+    (u128::from(high as u64) << 64) | u128::from(low as u64)
+}
+
+fn instructions_so_far(caller: &Ctx<'_>) -> u64 {
+    let limit = caller.data().exec.as_ref().map_or(0, |e| e.fuel_limit);
+    limit.saturating_sub(caller.get_fuel().unwrap_or(0))
+}
+
+/// The `ic0` functions this model provides.
+pub const SUPPORTED: &[&str] = &[
+    "msg_arg_data_size",
+    "msg_arg_data_copy",
+    "msg_caller_size",
+    "msg_caller_copy",
+    "msg_method_name_size",
+    "msg_method_name_copy",
+    "accept_message",
+    "msg_reject_code",
+    "msg_reject_msg_size",
+    "msg_reject_msg_copy",
+    "msg_deadline",
+    "msg_reply_data_append",
+    "msg_reply",
+    "msg_reject",
+    "msg_cycles_available128",
+    "msg_cycles_refunded128",
+    "msg_cycles_accept128",
+    "canister_self_size",
+    "canister_self_copy",
+    "canister_cycle_balance128",
+    "canister_liquid_cycle_balance128",
+    "canister_status",
+    "canister_version",
+    "is_controller",
+    "in_replicated_execution",
+    "call_new",
+    "call_on_cleanup",
+    "call_data_append",
+    "call_with_best_effort_response",
+    "call_cycles_add128",
+    "call_perform",
+    "cost_call",
+    "stable64_size",
+    "stable64_grow",
+    "stable64_write",
+    "stable64_read",
+    "time",
+    "global_timer_set",
+    "performance_counter",
+    "env_var_count",
+    "env_var_name_size",
+    "env_var_name_copy",
+    "env_var_name_exists",
+    "env_var_value_size",
+    "env_var_value_copy",
+    "debug_print",
+    "trap",
+];
+
+/// The functions this model provides; anything else a module imports from
+/// `ic0` traps when called (see [`link_unsupported`]).
+pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
+    let mut l = Linker::new(engine);
+    let m = "ic0";
+    macro_rules! def {
+        ($name:literal, $f:expr) => {
+            debug_assert!(SUPPORTED.contains(&$name), concat!("ic0.", $name, " missing from SUPPORTED"));
+            l.func_wrap(m, $name, $f).expect(concat!("defining ic0.", $name));
+        };
+    }
+
+    // Message arguments and caller.
+    def!("msg_arg_data_size", |mut c: Ctx<'_>| -> Result<i32, Error> {
+        Ok(c.data_mut().exec()?.arg.len() as i32)
+    });
+    def!("msg_arg_data_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+        c.data_mut().exec()?;
+        let memory = memory(&c)?;
+        let (data, state) = memory.data_and_store_mut(&mut c);
+        copy_slice(data, &state.exec.as_ref().expect("checked above").arg, dst, off, size)
+    });
+    def!("msg_caller_size", |mut c: Ctx<'_>| -> Result<i32, Error> {
+        Ok(c.data_mut().exec()?.caller.as_slice().len() as i32)
+    });
+    def!("msg_caller_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+        let bytes = c.data_mut().exec()?.caller.as_slice().to_vec();
+        copy_out(&mut c, dst, off, size, &bytes)
+    });
+    def!("msg_method_name_size", |mut c: Ctx<'_>| -> Result<i32, Error> {
+        Ok(c.data_mut().exec()?.method.len() as i32)
+    });
+    def!("msg_method_name_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+        let name = c.data_mut().exec()?.method.clone().into_bytes();
+        copy_out(&mut c, dst, off, size, &name)
+    });
+    def!("accept_message", |mut c: Ctx<'_>| -> Result<(), Error> {
+        let exec = c.data_mut().exec()?;
+        if exec.kind != EntryKind::InspectMessage || exec.accepted {
+            return trap("accept_message may be called once, in canister_inspect_message");
+        }
+        exec.accepted = true;
+        Ok(())
+    });
+    def!("msg_reject_code", |mut c: Ctx<'_>| -> Result<i32, Error> {
+        Ok(c.data_mut().exec()?.reject.as_ref().map_or(0, |(code, _)| *code as i32))
+    });
+    def!("msg_reject_msg_size", |mut c: Ctx<'_>| -> Result<i32, Error> {
+        match &c.data_mut().exec()?.reject {
+            Some((_, msg)) => Ok(msg.len() as i32),
+            None => trap("msg_reject_msg_size called outside a reject callback"),
+        }
+    });
+    def!("msg_reject_msg_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+        let msg = match &c.data_mut().exec()?.reject {
+            Some((_, msg)) => msg.clone().into_bytes(),
+            None => return trap("msg_reject_msg_copy called outside a reject callback"),
+        };
+        copy_out(&mut c, dst, off, size, &msg)
+    });
+    def!("msg_deadline", |mut c: Ctx<'_>| -> Result<i64, Error> {
+        c.data_mut().exec()?;
+        Ok(0)
+    });
+
+    // Replying.
+    def!("msg_reply_data_append", |mut c: Ctx<'_>, src: i32, size: i32| {
+        let bytes = read(&c, src, size)?;
+        let exec = c.data_mut().exec()?;
+        if !exec.can_reply {
+            return trap("msg_reply_data_append: this call context has already replied or cannot reply");
+        }
+        exec.reply_data.extend_from_slice(&bytes);
+        Ok(())
+    });
+    def!("msg_reply", |mut c: Ctx<'_>| -> Result<(), Error> {
+        let exec = c.data_mut().exec()?;
+        if !exec.can_reply {
+            return trap("msg_reply: this call context has already replied or cannot reply");
+        }
+        exec.can_reply = false;
+        exec.response = Some(Payload::Reply(std::mem::take(&mut exec.reply_data)));
+        Ok(())
+    });
+    def!("msg_reject", |mut c: Ctx<'_>, src: i32, size: i32| {
+        let message = String::from_utf8_lossy(&read(&c, src, size)?).into_owned();
+        let exec = c.data_mut().exec()?;
+        if !exec.can_reply {
+            return trap("msg_reject: this call context has already replied or cannot reply");
+        }
+        exec.can_reply = false;
+        exec.response = Some(Payload::reject(RejectCode::CanisterReject, message));
+        Ok(())
+    });
+
+    // Cycles of the message.
+    def!("msg_cycles_available128", |mut c: Ctx<'_>, dst: i32| {
+        let exec = c.data_mut().exec()?;
+        let available = exec.cycles_available - exec.cycles_accepted;
+        write_u128(&mut c, dst, available)
+    });
+    def!("msg_cycles_refunded128", |mut c: Ctx<'_>, dst: i32| {
+        let refunded = c.data_mut().exec()?.cycles_refunded;
+        write_u128(&mut c, dst, refunded)
+    });
+    def!("msg_cycles_accept128", |mut c: Ctx<'_>, high: i64, low: i64, dst: i32| {
+        let state = c.data_mut();
+        let exec = state.exec()?;
+        let amount = u128_of(high, low).min(exec.cycles_available - exec.cycles_accepted);
+        exec.cycles_accepted += amount;
+        state.balance += amount;
+        write_u128(&mut c, dst, amount)
+    });
+
+    // The canister itself.
+    def!("canister_self_size", |c: Ctx<'_>| -> i32 { c.data().id.as_slice().len() as i32 });
+    def!("canister_self_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+        let bytes = c.data().id.as_slice().to_vec();
+        copy_out(&mut c, dst, off, size, &bytes)
+    });
+    def!("canister_cycle_balance128", |mut c: Ctx<'_>, dst: i32| {
+        let balance = c.data().balance;
+        write_u128(&mut c, dst, balance)
+    });
+    def!("canister_liquid_cycle_balance128", |mut c: Ctx<'_>, dst: i32| {
+        let liquid = c.data().liquid_balance();
+        write_u128(&mut c, dst, liquid)
+    });
+    def!("canister_status", |_c: Ctx<'_>| -> i32 { 1 });
+    def!("canister_version", |c: Ctx<'_>| -> i64 { c.data().canister_version as i64 });
+    def!("is_controller", |c: Ctx<'_>, src: i32, size: i32| -> Result<i32, Error> {
+        let bytes = read(&c, src, size)?;
+        let principal =
+            Principal::try_from_slice(&bytes).or_else(|_| trap("is_controller: not a principal"))?;
+        Ok(i32::from(c.data().controllers.contains(&principal)))
+    });
+    def!("in_replicated_execution", |mut c: Ctx<'_>| -> Result<i32, Error> {
+        Ok(i32::from(c.data_mut().exec()?.kind != EntryKind::Query))
+    });
+
+    // Calls.
+    def!("call_new", |mut c: Ctx<'_>,
+                      callee_src: i32,
+                      callee_size: i32,
+                      name_src: i32,
+                      name_size: i32,
+                      reply_fun: i32,
+                      reply_env: i32,
+                      reject_fun: i32,
+                      reject_env: i32| {
+        let callee = read(&c, callee_src, callee_size)?;
+        let callee =
+            Principal::try_from_slice(&callee).or_else(|_| trap("call_new: callee is not a principal"))?;
+        let method = read_string(&c, name_src, name_size, "call_new: method name")?;
+        let exec = c.data_mut().exec()?;
+        if !exec.kind.may_call() {
+            return trap(format!("call_new cannot be called in {:?}", exec.kind));
+        }
+        exec.new_call = Some(NewCall {
+            callee,
+            method,
+            reply: (reply_fun as u32, reply_env as u32),
+            reject: (reject_fun as u32, reject_env as u32),
+            cleanup: None,
+            arg: vec![],
+            cycles: 0,
+            timeout_seconds: None,
+        });
+        Ok(())
+    });
+    def!("call_on_cleanup", |mut c: Ctx<'_>, fun: i32, env: i32| {
+        match c.data_mut().exec()?.new_call.as_mut() {
+            Some(call) if call.cleanup.is_none() => {
+                call.cleanup = Some((fun as u32, env as u32));
+                Ok(())
+            }
+            Some(_) => trap("call_on_cleanup called twice for one call"),
+            None => trap("call_on_cleanup called without call_new"),
+        }
+    });
+    def!("call_data_append", |mut c: Ctx<'_>, src: i32, size: i32| {
+        let bytes = read(&c, src, size)?;
+        match c.data_mut().exec()?.new_call.as_mut() {
+            Some(call) => {
+                call.arg.extend_from_slice(&bytes);
+                Ok(())
+            }
+            None => trap("call_data_append called without call_new"),
+        }
+    });
+    def!("call_with_best_effort_response", |mut c: Ctx<'_>, timeout: i32| {
+        match c.data_mut().exec()?.new_call.as_mut() {
+            Some(call) if call.timeout_seconds.is_none() => {
+                call.timeout_seconds = Some((timeout as u32).min(MAX_CALL_TIMEOUT_SECONDS));
+                Ok(())
+            }
+            Some(_) => trap("call_with_best_effort_response called twice for one call"),
+            None => trap("call_with_best_effort_response called without call_new"),
+        }
+    });
+    def!("call_cycles_add128", |mut c: Ctx<'_>, high: i64, low: i64| {
+        let amount = u128_of(high, low);
+        let state = c.data_mut();
+        let liquid = state.liquid_balance();
+        let Some(call) = state.exec()?.new_call.as_mut() else {
+            return trap("call_cycles_add128 called without call_new");
+        };
+        if amount > liquid {
+            return trap(format!(
+                "call_cycles_add128: {amount} cycles is more than the liquid balance {liquid}"
+            ));
+        }
+        call.cycles += amount;
+        state.balance -= amount;
+        state.exec()?.cycles_withdrawn += amount;
+        Ok(())
+    });
+    def!("call_perform", |mut c: Ctx<'_>| -> Result<i32, Error> { call_perform(c.data_mut()) });
+    def!("cost_call", |mut c: Ctx<'_>, method_len: i64, payload_len: i64, dst: i32| {
+        write_u128(&mut c, dst, cycles::call_prepayment(method_len as u64, payload_len as u64))
+    });
+
+    // Stable memory.
+    def!("stable64_size", |c: Ctx<'_>| -> i64 { c.data().stable.pages() as i64 });
+    def!("stable64_grow", |mut c: Ctx<'_>, pages: i64| -> i64 { c.data_mut().stable.grow(pages as u64) });
+    def!("stable64_write", |mut c: Ctx<'_>, offset: i64, src: i64, size: i64| {
+        let bytes = read(&c, src as i32, size as i32)?;
+        c.data_mut().stable.write(offset as u64, &bytes).map_err(|e| Error::host(CanisterTrap(e)))
+    });
+    def!("stable64_read", |mut c: Ctx<'_>, dst: i64, offset: i64, size: i64| {
+        let bytes =
+            c.data().stable.read(offset as u64, size as u64).map_err(|e| Error::host(CanisterTrap(e)))?;
+        write(&mut c, dst as i32, &bytes)
+    });
+
+    // Time, timers, counters.
+    def!("time", |mut c: Ctx<'_>| -> Result<i64, Error> { Ok(c.data_mut().exec()?.time as i64) });
+    def!("global_timer_set", |mut c: Ctx<'_>, timestamp: i64| -> Result<i64, Error> {
+        let previous = c.data().global_timer;
+        let exec = c.data_mut().exec()?;
+        let previous = exec.timer.unwrap_or(previous);
+        exec.timer = Some(timestamp as u64);
+        Ok(previous as i64)
+    });
+    def!("performance_counter", |c: Ctx<'_>, counter: i32| -> Result<i64, Error> {
+        let now = instructions_so_far(&c);
+        let before = c.data().exec.as_ref().map_or(0, |e| e.call_context_instructions);
+        match counter {
+            0 => Ok(now as i64),
+            1 => Ok((before + now) as i64),
+            _ => trap(format!("performance_counter: unknown counter type {counter}")),
+        }
+    });
+
+    // Environment variables.
+    def!("env_var_count", |c: Ctx<'_>| -> i32 { c.data().env_vars.len() as i32 });
+    def!("env_var_name_size", |c: Ctx<'_>, index: i32| -> Result<i32, Error> {
+        match c.data().env_vars.keys().nth(index as u32 as usize) {
+            Some(name) => Ok(name.len() as i32),
+            None => trap(format!("env_var_name_size: no variable at index {index}")),
+        }
+    });
+    def!("env_var_name_copy", |mut c: Ctx<'_>, index: i32, dst: i32, off: i32, size: i32| {
+        let Some(name) = c.data().env_vars.keys().nth(index as u32 as usize).cloned() else {
+            return trap(format!("env_var_name_copy: no variable at index {index}"));
+        };
+        copy_out(&mut c, dst, off, size, name.as_bytes())
+    });
+    def!("env_var_name_exists", |c: Ctx<'_>, src: i32, size: i32| -> Result<i32, Error> {
+        let name = read_string(&c, src, size, "env_var_name_exists: name")?;
+        Ok(i32::from(c.data().env_vars.contains_key(&name)))
+    });
+    def!("env_var_value_size", |c: Ctx<'_>, src: i32, size: i32| -> Result<i32, Error> {
+        let name = read_string(&c, src, size, "env_var_value_size: name")?;
+        match c.data().env_vars.get(&name) {
+            Some(value) => Ok(value.len() as i32),
+            None => trap(format!("env_var_value_size: no variable {name:?}")),
+        }
+    });
+    def!("env_var_value_copy", |mut c: Ctx<'_>, src: i32, size: i32, dst: i32, off: i32, len: i32| {
+        let name = read_string(&c, src, size, "env_var_value_copy: name")?;
+        let Some(value) = c.data().env_vars.get(&name).cloned() else {
+            return trap(format!("env_var_value_copy: no variable {name:?}"));
+        };
+        copy_out(&mut c, dst, off, len, value.as_bytes())
+    });
+
+    // Diagnostics.
+    def!("debug_print", |mut c: Ctx<'_>, src: i32, size: i32| {
+        let text = String::from_utf8_lossy(&read(&c, src, size)?).into_owned();
+        c.data_mut().debug_log.push(text);
+        Ok(())
+    });
+    def!("trap", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
+        let text = String::from_utf8_lossy(&read(&c, src, size)?).into_owned();
+        trap(format!("Canister called `ic0.trap` with message: '{text}'"))
+    });
+    l
+}
+
+/// The longest a bounded-wait call may wait.
+pub const MAX_CALL_TIMEOUT_SECONDS: u32 = 300;
+
+/// Returns 0 and keeps the call when a request slot to the callee is free and
+/// the liquid balance covers the prepayment; otherwise returns 2
+/// (SYS_TRANSIENT), gives back the attached cycles, and no callback will run.
+fn call_perform(state: &mut SystemState) -> Result<i32, Error> {
+    let Some(call) = state.exec()?.new_call.take() else {
+        return trap("call_perform called without call_new");
+    };
+    let capacity = state.limits.queue_capacity;
+    let committed = state.in_flight.get(&call.callee).copied().unwrap_or(0);
+    let taken = state.exec()?.slots_taken.get(&call.callee).copied().unwrap_or(0);
+    let prepayment = cycles::call_prepayment(call.method.len() as u64, call.arg.len() as u64);
+    if committed + taken >= capacity || state.liquid_balance() < prepayment {
+        state.balance += call.cycles;
+        let exec = state.exec()?;
+        exec.cycles_withdrawn -= call.cycles;
+        exec.calls_refused += 1;
+        return Ok(RejectCode::SysTransient as i32);
+    }
+    state.balance -= prepayment;
+    let exec = state.exec()?;
+    exec.cycles_withdrawn += prepayment;
+    *exec.slots_taken.entry(call.callee).or_default() += 1;
+    exec.performed.push(PerformedCall { call, prepayment });
+    Ok(0)
+}
+
+/// Defines every `ic0` import of `module` that [`linker`] lacks as a
+/// function that traps with `ic0.<name> is not supported by the simulator`,
+/// so such a module still loads.
+pub fn link_unsupported(linker: &mut Linker<SystemState>, module: &wasmi::Module) -> Result<(), String> {
+    for import in module.imports() {
+        if import.module() != "ic0" {
+            return Err(format!(
+                "import {}.{} is not from ic0: a canister may only import ic0",
+                import.module(),
+                import.name()
+            ));
+        }
+        let wasmi::ExternType::Func(ty) = import.ty() else {
+            return Err(format!("import ic0.{} is not a function", import.name()));
+        };
+        if SUPPORTED.contains(&import.name()) {
+            continue;
+        }
+        let name = import.name().to_string();
+        linker
+            .func_new("ic0", import.name(), ty.clone(), move |_c, _params: &[Val], _results: &mut [Val]| {
+                trap(format!("ic0.{name} is not supported by the simulator"))
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
