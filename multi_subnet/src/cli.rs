@@ -4,6 +4,7 @@ use anyhow::{Result, anyhow};
 use clap::Parser;
 
 use crate::engines::pocket_ic::PocketIcEngine;
+use crate::engines::sim::SimEngine;
 use crate::engines::{Engine, pocket_ic_server};
 use crate::report::{Format, Report};
 use crate::scenario::{self, Strategy, Topology};
@@ -26,29 +27,51 @@ pub struct Cli {
     pub format: Format,
 
     /// Which engine runs the canisters.
-    #[arg(long, value_enum, default_value_t = EngineChoice::PocketIc)]
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineChoice {
+    /// PocketIC if a server is available, else the simulator.
+    Auto,
     /// A PocketIC server (POCKET_IC_BIN, or the pocket-ic crate's cached copy); never downloaded.
     PocketIc,
+    /// This project's simulator, which runs the real canister wasm on a model of the IC.
+    Sim,
+}
+
+/// Starts the chosen engine with `subnets` subnets. Checked before anything
+/// is built: a missing server is the common failure.
+pub fn start_engine(choice: EngineChoice, subnets: usize) -> Result<Box<dyn Engine>> {
+    match choice {
+        EngineChoice::Sim => Ok(Box::new(SimEngine::start(subnets))),
+        EngineChoice::PocketIc => {
+            let server = pocket_ic_server::find().map_err(|e| anyhow!(e))?;
+            Ok(Box::new(PocketIcEngine::start(server, subnets)))
+        }
+        EngineChoice::Auto => match pocket_ic_server::find() {
+            Ok(server) => Ok(Box::new(PocketIcEngine::start(server, subnets))),
+            Err(why) => {
+                eprintln!("note: using the simulator, not PocketIC: {why}");
+                Ok(Box::new(SimEngine::start(subnets)))
+            }
+        },
+    }
 }
 
 impl Cli {
     /// Runs the scenario and renders the report.
     pub fn execute(&self) -> Result<String> {
         let topology = Topology::from_subnets(self.subnets);
-        // Before building anything: a missing server is the common failure.
-        let server = pocket_ic_server::find().map_err(|e| anyhow!(e))?;
+        let mut engine = start_engine(self.engine, topology.subnets())?;
+        let engine = engine.as_mut();
         let wasms = canister_wasm::caller_and_callee()?;
-        let mut engine = PocketIcEngine::start(server, topology.subnets());
-        let deployment = scenario::deploy(&mut engine, topology, &wasms)?;
+        let deployment = scenario::deploy(engine, topology, &wasms)?;
         let mut runs = vec![];
         for &calls in &self.calls {
             for strategy in Strategy::EXAMPLE {
-                runs.push(scenario::run(&mut engine, &deployment, strategy, calls)?);
+                runs.push(scenario::run(engine, &deployment, strategy, calls)?);
             }
         }
         let report = Report { engine: engine.kind(), engine_description: engine.description(), runs };

@@ -153,8 +153,12 @@ fn describe_trap(error: wasmi::Error, fuel: u64) -> CanisterTrap {
 }
 
 /// The wasm engine all canisters share: fuel metering counts instructions.
+/// Compilation is eager because wasmi charges lazy translation to the fuel
+/// of whichever message first calls a function, which would make a
+/// message's instruction count depend on what ran before it.
 pub fn engine() -> Engine {
     let mut config = wasmi::Config::default();
     config.consume_fuel(true);
+    config.compilation_mode(wasmi::CompilationMode::Eager);
     Engine::new(&config)
 }

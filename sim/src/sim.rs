@@ -318,6 +318,15 @@ impl Sim {
         Ok(&self.canister(id)?.stats)
     }
 
+    /// Calls from `caller` to `callee` that hold a request slot: performed,
+    /// and their response not yet consumed.
+    pub fn calls_in_flight(&self, caller: Principal, callee: Principal) -> u32 {
+        self.canisters
+            .get(&caller)
+            .and_then(|c| c.system_state().in_flight.get(&callee).copied())
+            .unwrap_or(0)
+    }
+
     /// What the canister printed with `ic0.debug_print`.
     pub fn debug_log(&self, id: Principal) -> Result<&[String], SimError> {
         Ok(&self.canister(id)?.system_state().debug_log)

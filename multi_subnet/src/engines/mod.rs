@@ -3,6 +3,7 @@
 
 pub mod pocket_ic;
 pub mod pocket_ic_server;
+pub mod sim;
 
 use anyhow::Result;
 use candid::Principal;
@@ -14,12 +15,15 @@ use std::fmt;
 pub enum EngineKind {
     #[serde(rename = "pocket-ic")]
     PocketIc,
+    #[serde(rename = "sim")]
+    Sim,
 }
 
 impl fmt::Display for EngineKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             EngineKind::PocketIc => "pocket-ic",
+            EngineKind::Sim => "sim",
         })
     }
 }
