@@ -1,38 +1,70 @@
-//! The example's scenarios, written once for any engine. On PocketIC they
-//! need a server, so they are ignored unless run with `--include-ignored`
-//! (scripts/test.sh does that when POCKET_IC_BIN is set).
+//! The example's scenarios, written once for any engine. They run on the
+//! simulator here; on PocketIC they need a server, so they are ignored
+//! unless run with `--include-ignored` (scripts/test.sh does that when
+//! POCKET_IC_BIN is set).
 
 use multi_subnet::engines::Engine;
 use multi_subnet::engines::pocket_ic::PocketIcEngine;
 use multi_subnet::engines::pocket_ic_server;
-use multi_subnet::scenario::{self, Deployment, Strategy, Topology};
+use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::scenario::{self, Deployment, Run, Strategy, Topology};
 
-fn succeeded(engine: &mut dyn Engine, deployment: &Deployment, strategy: Strategy, calls: u64) -> u64 {
-    let run = scenario::run(engine, deployment, strategy, calls).expect("the run completes");
-    assert_eq!(run.calls, calls);
-    run.succeeded
+/// The example's "100 vs 2000" on one subnet: everything succeeds except
+/// parallel 2000, which hits the 500-slot queue to the callee.
+const ONE_SUBNET: [(Strategy, u64, u64); 4] = [
+    (Strategy::Sequential, 100, 100),
+    (Strategy::Parallel, 100, 100),
+    (Strategy::Sequential, 2000, 2000),
+    (Strategy::Parallel, 2000, 500),
+];
+
+/// The example's multi-subnet run: 90 calls each way.
+const TWO_SUBNETS: [(Strategy, u64, u64); 2] = [(Strategy::Sequential, 90, 90), (Strategy::Parallel, 90, 90)];
+
+/// Deploys, runs `cases` and checks the successes the caller reports;
+/// `observe` sees each run with the engine (for engine-side checks).
+fn suite<E: Engine>(
+    engine: &mut E,
+    topology: Topology,
+    cases: &[(Strategy, u64, u64)],
+    mut observe: impl FnMut(&E, &Deployment, &Run),
+) -> Vec<Run> {
+    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
+    let deployment = scenario::deploy(engine, topology, &wasms).expect("deploys");
+    let mut runs = vec![];
+    for &(strategy, calls, expected) in cases {
+        let run = scenario::run(engine, &deployment, strategy, calls).expect("the run completes");
+        assert_eq!(run.succeeded, expected, "{strategy:?}({calls}) on {topology:?}");
+        observe(engine, &deployment, &run);
+        runs.push(run);
+    }
+    runs
 }
 
-/// The example's "100 vs 2000" on one subnet: all succeed but parallel
-/// 2000, which hits the 500-slot queue to the callee.
-fn one_subnet_suite(engine: &mut dyn Engine) {
-    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
-    let d = scenario::deploy(engine, Topology::SameSubnet, &wasms).expect("deploys");
-    assert_eq!(succeeded(engine, &d, Strategy::Sequential, 100), 100);
-    assert_eq!(succeeded(engine, &d, Strategy::Parallel, 100), 100);
-    assert_eq!(succeeded(engine, &d, Strategy::Sequential, 2000), 2000);
-    assert_eq!(succeeded(engine, &d, Strategy::Parallel, 2000), 500);
+/// The simulator's own counts agree with what the caller replied: the
+/// callee executed one ping per success, and `call_perform` refused the rest.
+fn agrees_with_the_engine() -> impl FnMut(&SimEngine, &Deployment, &Run) {
+    let (mut pings, mut refused) = (0, 0);
+    move |engine, deployment, run| {
+        pings += run.succeeded;
+        refused += run.calls - run.succeeded;
+        let callee = engine.sim().stats(deployment.callee).unwrap();
+        let caller = engine.sim().stats(deployment.caller).unwrap();
+        assert_eq!(callee.executions_of("ping"), pings, "pings executed == succeeded");
+        assert_eq!(caller.calls_refused, refused, "refused call_performs == calls - succeeded");
+    }
 }
 
-/// The example's multi-subnet run: 90 calls each way all succeed, and
-/// parallel needs fewer rounds than sequential.
-fn two_subnet_suite(engine: &mut dyn Engine) {
-    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
-    let d = scenario::deploy(engine, Topology::CrossSubnet, &wasms).expect("deploys");
-    let sequential = scenario::run(engine, &d, Strategy::Sequential, 90).unwrap();
-    let parallel = scenario::run(engine, &d, Strategy::Parallel, 90).unwrap();
-    assert_eq!((sequential.succeeded, parallel.succeeded), (90, 90));
-    assert!(parallel.rounds < sequential.rounds, "{parallel:?} vs {sequential:?}");
+#[test]
+fn sim_one_subnet() {
+    suite(&mut SimEngine::start(1), Topology::SameSubnet, &ONE_SUBNET, agrees_with_the_engine());
+}
+
+#[test]
+fn sim_two_subnets() {
+    let runs = suite(&mut SimEngine::start(2), Topology::CrossSubnet, &TWO_SUBNETS, agrees_with_the_engine());
+    let rounds: Vec<u64> = runs.iter().map(|r| r.rounds.0).collect();
+    assert_eq!(rounds, [91, 2], "sequential: one round trip per call plus one; parallel: one round trip");
 }
 
 fn pocket_ic(subnets: usize) -> PocketIcEngine {
@@ -43,11 +75,12 @@ fn pocket_ic(subnets: usize) -> PocketIcEngine {
 #[test]
 #[ignore = "needs POCKET_IC_BIN"]
 fn pocket_ic_one_subnet() {
-    one_subnet_suite(&mut pocket_ic(1));
+    suite(&mut pocket_ic(1), Topology::SameSubnet, &ONE_SUBNET, |_, _, _| {});
 }
 
 #[test]
 #[ignore = "needs POCKET_IC_BIN"]
 fn pocket_ic_two_subnets() {
-    two_subnet_suite(&mut pocket_ic(2));
+    let runs = suite(&mut pocket_ic(2), Topology::CrossSubnet, &TWO_SUBNETS, |_, _, _| {});
+    assert!(runs[1].rounds < runs[0].rounds, "parallel needs fewer rounds: {runs:?}");
 }

@@ -375,6 +375,7 @@ impl Canister {
         let (kind, (fun, env), arg, reject) = match r.payload {
             Payload::Reply(data) => (EntryKind::ReplyCallback, callback.reply, data, None),
             Payload::Reject(reject) => {
+                *self.stats.rejects_received.entry(reject.code).or_default() += 1;
                 (EntryKind::RejectCallback, callback.reject, vec![], Some((reject.code, reject.message)))
             }
         };

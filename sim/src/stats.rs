@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::message::RejectCode;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CanisterStats {
     /// Executions per entry: a method name, `callback`, `cleanup`,
@@ -16,6 +18,8 @@ pub struct CanisterStats {
     pub calls_performed: u64,
     /// Calls that `call_perform` refused (returned non-zero).
     pub calls_refused: u64,
+    /// Reject responses its callbacks received, by code.
+    pub rejects_received: BTreeMap<RejectCode, u64>,
     /// Cycles charged for calls (the part of the prepayment not refunded).
     pub cycles_consumed: u128,
 }

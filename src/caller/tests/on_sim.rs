@@ -1,0 +1,137 @@
+//! The caller's rules, checked on its real wasm in the simulator.
+
+use candid::{Principal, decode_one, encode_one};
+use sim::{RejectCode, Sim};
+
+const MAX_CALLS: u64 = 10_000;
+
+fn controller() -> Principal {
+    Principal::self_authenticating(b"caller tests")
+}
+
+fn stranger() -> Principal {
+    Principal::self_authenticating(b"not a controller")
+}
+
+struct Setup {
+    sim: Sim,
+    caller: Principal,
+    callee: Principal,
+    caller_wasm: Vec<u8>,
+}
+
+/// Caller and callee installed on one subnet; `setup_callee` not called.
+fn installed() -> Setup {
+    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
+    let mut sim = Sim::builder().with_subnet().build();
+    let caller = sim.create_canister(0, vec![controller()]).unwrap();
+    let callee = sim.create_canister(0, vec![controller()]).unwrap();
+    let no_arg = candid::encode_args(()).unwrap();
+    sim.install_canister(caller, &wasms.caller, no_arg.clone(), controller()).unwrap();
+    sim.install_canister(callee, &wasms.callee, no_arg, controller()).unwrap();
+    Setup { sim, caller, callee, caller_wasm: wasms.caller }
+}
+
+impl Setup {
+    fn setup_callee(&mut self, sender: Principal, callee: Principal) -> Result<(), sim::Reject> {
+        self.sim.update_call(self.caller, sender, "setup_callee", encode_one(callee).unwrap()).map(drop)
+    }
+
+    fn calls(&mut self, sender: Principal, method: &str, n: u64) -> Result<u64, sim::Reject> {
+        let reply = self.sim.update_call(self.caller, sender, method, encode_one(n).unwrap())?;
+        Ok(decode_one(&reply).unwrap())
+    }
+
+    fn pings(&self) -> u64 {
+        self.sim.stats(self.callee).unwrap().executions_of("ping")
+    }
+}
+
+#[test]
+fn setup_callee_from_a_non_controller_is_rejected_and_changes_nothing() {
+    let mut s = installed();
+    let callee = s.callee;
+    let err = s.setup_callee(stranger(), callee).unwrap_err();
+    assert!(err.message.contains("only a controller of this canister"), "{err}");
+    assert!(err.message.contains(&stranger().to_text()), "{err}");
+    let err = s.calls(controller(), "sequential_calls", 1).unwrap_err();
+    assert!(err.message.contains("callee not set"), "no callee was stored: {err}");
+}
+
+#[test]
+fn fan_outs_from_a_non_controller_are_rejected() {
+    let mut s = installed();
+    let callee = s.callee;
+    s.setup_callee(controller(), callee).unwrap();
+    for method in ["sequential_calls", "parallel_calls"] {
+        let err = s.calls(stranger(), method, 1).unwrap_err();
+        assert!(err.message.contains("only a controller"), "{err}");
+    }
+    assert_eq!(s.pings(), 0);
+}
+
+#[test]
+fn the_caller_itself_is_refused_as_callee() {
+    let mut s = installed();
+    let caller = s.caller;
+    let err = s.setup_callee(controller(), caller).unwrap_err();
+    assert!(err.message.contains("is this caller canister itself"), "{err}");
+}
+
+#[test]
+fn without_a_callee_the_documented_message() {
+    let mut s = installed();
+    for method in ["sequential_calls", "parallel_calls"] {
+        let err = s.calls(controller(), method, 1).unwrap_err();
+        assert!(err.message.contains("callee not set: call setup_callee(principal) first"), "{err}");
+    }
+}
+
+#[test]
+fn more_than_the_maximum_is_rejected_before_any_call() {
+    let mut s = installed();
+    let callee = s.callee;
+    s.setup_callee(controller(), callee).unwrap();
+    for method in ["sequential_calls", "parallel_calls"] {
+        let err = s.calls(controller(), method, MAX_CALLS + 1).unwrap_err();
+        assert!(err.message.contains("maximum of 10000"), "{err}");
+    }
+    assert_eq!(s.sim.stats(s.caller).unwrap().calls_performed, 0);
+    assert_eq!(s.pings(), 0);
+}
+
+#[test]
+fn the_callee_survives_an_upgrade() {
+    let mut s = installed();
+    let (caller, callee) = (s.caller, s.callee);
+    s.setup_callee(controller(), callee).unwrap();
+    let wasm = s.caller_wasm.clone();
+    s.sim.upgrade_canister(caller, &wasm, candid::encode_args(()).unwrap(), controller()).unwrap();
+    assert_eq!(s.calls(controller(), "sequential_calls", 3), Ok(3));
+    assert_eq!(s.pings(), 3);
+}
+
+#[test]
+fn the_environment_variable_is_the_fallback() {
+    let mut s = installed();
+    let (caller, callee) = (s.caller, s.callee);
+    s.sim.set_env_var(caller, controller(), "PUBLIC_CANISTER_ID:callee", &callee.to_text()).unwrap();
+    assert_eq!(s.calls(controller(), "parallel_calls", 4), Ok(4));
+    assert_eq!(s.pings(), 4);
+}
+
+#[test]
+fn a_deleted_callee_makes_calls_fail_without_trapping() {
+    let mut s = installed();
+    let callee = s.callee;
+    s.setup_callee(controller(), callee).unwrap();
+    s.sim.stop_canister(callee, controller()).unwrap();
+    s.sim.delete_canister(callee, controller()).unwrap();
+    assert_eq!(s.calls(controller(), "sequential_calls", 5), Ok(0));
+    assert_eq!(s.calls(controller(), "parallel_calls", 5), Ok(0));
+    let stats = s.sim.stats(s.caller).unwrap();
+    assert_eq!((stats.calls_performed, stats.traps), (10, 0));
+    // The failures were DESTINATION_INVALID rejects, not refusals.
+    assert_eq!(stats.calls_refused, 0);
+    assert_eq!(stats.rejects_received.get(&RejectCode::DestinationInvalid), Some(&10));
+}
