@@ -47,23 +47,32 @@ pub struct CanisterWasms {
 
 /// Loads both modules, building whatever no override names.
 pub fn caller_and_callee() -> Result<CanisterWasms> {
-    let [caller, callee] = Canister::ALL.map(wasm_path);
-    let (caller, callee) = (caller?, callee?);
-    Ok(CanisterWasms { caller: read(&caller)?, callee: read(&callee)? })
+    if Canister::ALL.iter().any(|c| std::env::var_os(c.override_var()).is_none()) {
+        build()?;
+    }
+    let [caller, callee] = Canister::ALL.map(built_or_overridden);
+    Ok(CanisterWasms { caller: read(&caller?)?, callee: read(&callee?)? })
 }
 
 /// Where a canister's wasm is: the override if set (it must exist), else
 /// the freshly built module.
 pub fn wasm_path(canister: Canister) -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os(canister.override_var()) {
-        let path = PathBuf::from(path);
-        if !path.is_file() {
-            bail!("{}={} is not a file", canister.override_var(), path.display());
-        }
-        return Ok(path);
+    if std::env::var_os(canister.override_var()).is_none() {
+        build()?;
     }
-    build()?;
-    Ok(wasm_target_dir().join("wasm32-unknown-unknown/release").join(format!("{}.wasm", canister.package())))
+    built_or_overridden(canister)
+}
+
+fn built_or_overridden(canister: Canister) -> Result<PathBuf> {
+    let Some(path) = std::env::var_os(canister.override_var()) else {
+        let file = format!("{}.wasm", canister.package());
+        return Ok(wasm_target_dir().join("wasm32-unknown-unknown/release").join(file));
+    };
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        bail!("{}={} is not a file", canister.override_var(), path.display());
+    }
+    Ok(path)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
