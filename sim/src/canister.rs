@@ -65,7 +65,16 @@ struct Callback {
     prepayment: u128,
     /// Method name and argument sizes, for the call's actual cost.
     request_bytes: (u64, u64),
+    /// Bounded-wait calls: the IC time (ns) after which the caller stops waiting.
+    deadline: Option<u64>,
+    /// The deadline passed: a `SYS_UNKNOWN` reject is on its way, and the
+    /// real response, should it come, is dropped.
+    expired: bool,
 }
+
+/// Withdrawn before a message executes, for its largest possible
+/// execution; what it did not use is refunded afterwards.
+const MESSAGE_PREPAYMENT: u128 = cycles::execution_cost(cycles::MAX_INSTRUCTIONS_PER_MESSAGE);
 
 /// What executing a message sends out.
 #[derive(Debug)]
@@ -135,6 +144,28 @@ impl Canister {
     /// Whether anything waits to execute at `time`.
     pub fn has_work(&self, time: u64) -> bool {
         !self.queue.is_empty() || self.timer_due(time)
+    }
+
+    /// Bounded-wait calls whose deadline `time` has passed get a
+    /// `SYS_UNKNOWN` reject in place of their response.
+    pub fn expire_callbacks(&mut self, time: u64) {
+        for (&id, callback) in self.callbacks.iter_mut() {
+            if callback.expired || callback.deadline.is_none_or(|deadline| time <= deadline) {
+                continue;
+            }
+            callback.expired = true;
+            let payload = Payload::reject(
+                RejectCode::SysUnknown,
+                "the call's deadline expired before its response arrived",
+            );
+            self.queue.push_back(Message::Response(Response {
+                originator: self.id,
+                callback: id,
+                payload,
+                refund: 0,
+                deadline_expired: true,
+            }));
+        }
     }
 
     fn exports(&self, name: &str) -> bool {
@@ -334,7 +365,13 @@ impl Canister {
     fn execute_request(&mut self, r: Request, time: u64) -> Vec<Output> {
         if let Some(reject) = self.refusal(&r.method) {
             let payload = Payload::Reject(reject);
-            let response = Response { originator: r.sender, callback: r.callback, payload, refund: r.cycles };
+            let response = Response {
+                originator: r.sender,
+                callback: r.callback,
+                payload,
+                refund: r.cycles,
+                deadline_expired: false,
+            };
             return vec![Output::Response(response)];
         }
         let origin = Origin::Canister { caller: r.sender, callback: r.callback };
@@ -345,7 +382,7 @@ impl Canister {
 
     fn execute_method(&mut self, id: CallContextId, method: &str, exec: Execution) -> Vec<Output> {
         let entry = Entry::Export(format!("canister_update {method}"));
-        let (mut outputs, trap, _) = self.execute_in_context(id, entry, exec, method);
+        let (mut outputs, trap, _) = self.execute_in_context(id, entry, exec, method, false);
         outputs.extend(self.close_if_done(id, trap));
         outputs
     }
@@ -354,7 +391,7 @@ impl Canister {
         let id = self.open_call_context(Origin::System, self.id, 0);
         let exec = Execution::new(EntryKind::GlobalTimer, self.id, String::new(), vec![], time);
         let entry = Entry::Export("canister_global_timer".into());
-        let (mut outputs, trap, _) = self.execute_in_context(id, entry, exec, "canister_global_timer");
+        let (mut outputs, trap, _) = self.execute_in_context(id, entry, exec, "canister_global_timer", false);
         outputs.extend(self.close_if_done(id, trap));
         outputs
     }
@@ -362,9 +399,14 @@ impl Canister {
     /// A response: its callback runs in the call context that made the call;
     /// if the callback traps, the call's cleanup runs.
     fn execute_response(&mut self, r: Response, time: u64) -> Vec<Output> {
-        let Some(callback) = self.callbacks.remove(&r.callback) else {
-            return vec![]; // Its call context is gone (the canister was reinstalled).
-        };
+        match self.callbacks.get(&r.callback) {
+            // Its call context is gone (the canister was reinstalled).
+            None => return vec![],
+            // Too late: the caller was told SYS_UNKNOWN instead.
+            Some(callback) if callback.expired && !r.deadline_expired => return vec![],
+            Some(_) => {}
+        }
+        let callback = self.callbacks.remove(&r.callback).expect("checked");
         self.release_slot(callback.callee);
         self.store.data_mut().balance += r.refund;
         let id = callback.call_context;
@@ -384,12 +426,13 @@ impl Canister {
         exec.cycles_refunded = r.refund;
         exec.can_reply = !responded;
         let (mut outputs, trap, instructions) =
-            self.execute_in_context(id, Entry::Callback { fun, env }, exec, "callback");
+            self.execute_in_context(id, Entry::Callback { fun, env }, exec, "callback", true);
         self.refund_prepayment(&callback, response_bytes, instructions);
         if let (Some(_), Some((fun, env))) = (&trap, callback.cleanup) {
             let exec = Execution::new(EntryKind::Cleanup, caller, String::new(), vec![], time);
             let ran = self.run(Entry::Callback { fun, env }, exec);
             self.stats.record("cleanup", ran.instructions, ran.trap.is_some());
+            self.charge(cycles::execution_cost(ran.instructions));
             if ran.trap.is_none() {
                 self.commit(&ran.exec);
             }
@@ -433,22 +476,38 @@ impl Canister {
         id
     }
 
+    /// Takes `cycles` from the balance as consumed.
+    fn charge(&mut self, cycles: u128) {
+        let state = self.store.data_mut();
+        let charged = cycles.min(state.balance);
+        state.balance -= charged;
+        self.stats.cycles_consumed += charged;
+    }
+
     /// Runs one entry point in call context `id` and applies its outcome:
     /// the calls it made and its answer, or, if it trapped, nothing. Returns
     /// the outputs, the reject a trap leaves for the call context, and the
-    /// instructions used.
+    /// instructions used. A callback's execution was prepaid with its call
+    /// (`prepaid`); anything else prepays here.
     fn execute_in_context(
         &mut self,
         id: CallContextId,
         entry: Entry,
         mut exec: Execution,
         label: &str,
+        prepaid: bool,
     ) -> (Vec<Output>, Option<Reject>, u64) {
         let context = &self.call_contexts[&id];
         exec.call_context_instructions = context.instructions;
         exec.cycles_available = context.cycles_available;
         exec.cycles_accepted = context.cycles_accepted;
+        let prepayment = if prepaid { 0 } else { MESSAGE_PREPAYMENT.min(self.store.data().balance) };
+        self.store.data_mut().balance -= prepayment;
         let ran = self.run(entry, exec);
+        if !prepaid {
+            self.store.data_mut().balance += prepayment;
+            self.charge(cycles::execution_cost(ran.instructions));
+        }
         self.stats.record(label, ran.instructions, ran.trap.is_some());
         self.call_contexts.get_mut(&id).expect("open").instructions += ran.instructions;
         if let Some(trap) = ran.trap {
@@ -480,6 +539,8 @@ impl Canister {
                     cleanup: call.cleanup,
                     prepayment: performed.prepayment,
                     request_bytes: (call.method.len() as u64, call.arg.len() as u64),
+                    deadline: call.timeout_seconds.map(|s| exec.time + u64::from(s) * 1_000_000_000),
+                    expired: false,
                 },
             );
             self.call_contexts.get_mut(&id).expect("open").outstanding += 1;
@@ -507,7 +568,13 @@ impl Canister {
         match context.origin {
             Origin::Ingress(message) => vec![Output::IngressCompleted(message, payload)],
             Origin::Canister { caller, callback } => {
-                vec![Output::Response(Response { originator: caller, callback, payload, refund })]
+                vec![Output::Response(Response {
+                    originator: caller,
+                    callback,
+                    payload,
+                    refund,
+                    deadline_expired: false,
+                })]
             }
             Origin::System => vec![],
         }

@@ -16,8 +16,8 @@ pub const MAX_RESPONSE_BYTES: u128 = 2 * 1024 * 1024;
 pub const MAX_INSTRUCTIONS_PER_MESSAGE: u64 = 40_000_000_000;
 
 /// Cycles for executing `instructions`.
-pub fn execution_cost(instructions: u64) -> u128 {
-    UPDATE_MESSAGE_EXECUTION_FEE + u128::from(instructions) * TEN_UPDATE_INSTRUCTIONS_EXECUTION_FEE / 10
+pub const fn execution_cost(instructions: u64) -> u128 {
+    UPDATE_MESSAGE_EXECUTION_FEE + instructions as u128 * TEN_UPDATE_INSTRUCTIONS_EXECUTION_FEE / 10
 }
 
 /// Sending a request of `method_len + arg_len` bytes.

@@ -16,5 +16,5 @@ mod system_api;
 
 pub use canister::CanisterStatus;
 pub use message::{MessageId, Reject, RejectCode};
-pub use sim::{Sim, SimBuilder, SimConfig, SimError, UPDATE_CALL_ROUND_LIMIT};
+pub use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimBuilder, SimConfig, SimError, UPDATE_CALL_ROUND_LIMIT};
 pub use stats::CanisterStats;

@@ -106,6 +106,8 @@ pub struct Response {
     pub payload: Payload,
     /// Attached cycles the callee did not accept.
     pub refund: u128,
+    /// Made by the caller's own subnet when the call's deadline passed.
+    pub deadline_expired: bool,
 }
 
 /// A user's update call.

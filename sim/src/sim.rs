@@ -13,6 +13,37 @@ use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode, R
 use crate::stats::CanisterStats;
 use crate::system_api::ApiLimits;
 
+/// A round's instruction budget and the scheduler's overheads, as in the
+/// replica's `SchedulerConfig` for application subnets
+/// (`rs/config/src/subnet_config.rs`). Instructions here are wasmi's fuel,
+/// which is not the replica's count, so same-subnet round counts are
+/// approximate; cross-subnet ones do not depend on them.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundLimits {
+    /// Instructions one round may execute.
+    pub max_instructions_per_round: u64,
+    /// No message starts once less than this is left of the round.
+    pub max_instructions_per_slice: u64,
+    /// Charged for every message execution.
+    pub overhead_per_execution: u64,
+    /// Charged for every canister that executes in a scheduler iteration.
+    pub overhead_per_canister: u64,
+    /// Charged for every canister on the subnet after each iteration.
+    pub overhead_per_canister_for_finalization: u64,
+}
+
+impl Default for RoundLimits {
+    fn default() -> Self {
+        Self {
+            max_instructions_per_round: 4_000_000_000,
+            max_instructions_per_slice: 2_000_000_000,
+            overhead_per_execution: 2_000_000,
+            overhead_per_canister: 8_000_000,
+            overhead_per_canister_for_finalization: 12_000,
+        }
+    }
+}
+
 /// The model's parameters.
 #[derive(Clone, Copy, Debug)]
 pub struct SimConfig {
@@ -24,6 +55,7 @@ pub struct SimConfig {
     pub time_step_ns: u64,
     /// Cycles a new canister starts with (PocketIC: 100 T).
     pub initial_cycles: u128,
+    pub round_limits: RoundLimits,
 }
 
 impl Default for SimConfig {
@@ -33,6 +65,7 @@ impl Default for SimConfig {
             start_time_ns: 1_767_225_600_000_000_000, // 2026-01-01T00:00:00Z
             time_step_ns: 1,
             initial_cycles: 100_000_000_000_000,
+            round_limits: RoundLimits::default(),
         }
     }
 }
@@ -52,6 +85,9 @@ impl std::error::Error for SimError {}
 fn fail<T>(message: impl Into<String>) -> Result<T, SimError> {
     Err(SimError(message.into()))
 }
+
+/// One second of IC time: a mainnet-like time step.
+pub const ONE_SECOND_NS: u64 = 1_000_000_000;
 
 /// PocketIC's `update_call` gives up after this many rounds.
 pub const UPDATE_CALL_ROUND_LIMIT: u64 = 100;
@@ -83,6 +119,8 @@ pub struct Sim {
     next_message: u64,
     time: u64,
     ticks: u64,
+    /// Fault injection: canisters that execute nothing before the given tick.
+    paused_until: BTreeMap<Principal, u64>,
 }
 
 /// Builds a [`Sim`] with the given subnets.
@@ -104,6 +142,13 @@ impl SimBuilder {
     /// Adds an application subnet with id `id`.
     pub fn with_subnet_id(mut self, id: Principal) -> Self {
         self.subnet_ids.push(id);
+        self
+    }
+
+    /// How far time moves per tick: PocketIC's 1 ns by default,
+    /// [`ONE_SECOND_NS`] for mainnet-like time.
+    pub fn with_time_step(mut self, ns: u64) -> Self {
+        self.config.time_step_ns = ns;
         self
     }
 
@@ -136,6 +181,7 @@ impl SimBuilder {
             next_message: 0,
             time: self.config.start_time_ns,
             ticks: 0,
+            paused_until: BTreeMap::new(),
         }
     }
 }
@@ -165,6 +211,16 @@ impl Sim {
 
     pub fn advance_time(&mut self, ns: u64) {
         self.time += ns;
+    }
+
+    /// Fault injection: the canister executes nothing during the next
+    /// `ticks` ticks; what arrives for it waits in its queue.
+    pub fn pause_canister(&mut self, id: Principal, ticks: u64) {
+        self.paused_until.insert(id, self.ticks + ticks);
+    }
+
+    fn is_paused(&self, id: &Principal) -> bool {
+        self.paused_until.get(id).is_some_and(|&until| self.ticks <= until)
     }
 
     fn canister(&self, id: Principal) -> Result<&Canister, SimError> {
@@ -425,22 +481,32 @@ impl Sim {
         }
     }
 
-    /// Induct what the other subnets sent and the ingress submitted, then
-    /// execute until nothing is left. Messages between canisters of this
-    /// subnet are inducted after each iteration and run in the next one, so
-    /// a same-subnet call and its callback can complete within one round.
+    /// Expire overdue bounded-wait calls, induct what the other subnets
+    /// sent and the ingress submitted, then execute iteration after
+    /// iteration until nothing is left or the round's budget is spent.
+    /// Messages between canisters of this subnet are inducted after each
+    /// iteration and run in the next one, so a same-subnet call and its
+    /// callback can complete within one round.
     fn execute_round(&mut self, subnet: usize) {
+        let time = self.time;
+        for id in &self.subnets[subnet].canisters {
+            self.canisters.get_mut(id).expect("on this subnet").expire_callbacks(time);
+        }
         let inbound = std::mem::take(&mut self.subnets[subnet].inbound);
         let ingress = std::mem::take(&mut self.subnets[subnet].ingress_pool);
         for message in inbound.into_iter().chain(ingress) {
             self.deliver(subnet, message);
         }
-        loop {
-            let time = self.time;
+        let limits = self.config.round_limits;
+        let start_limit = limits.max_instructions_per_round - limits.max_instructions_per_slice;
+        let finalization =
+            limits.overhead_per_canister_for_finalization * self.subnets[subnet].canisters.len() as u64;
+        let mut used = 0;
+        while used < start_limit {
             let active: Vec<Principal> = self.subnets[subnet]
                 .canisters
                 .iter()
-                .filter(|id| self.canisters[id].has_work(time))
+                .filter(|id| self.canisters[id].has_work(time) && !self.is_paused(id))
                 .copied()
                 .collect();
             if active.is_empty() {
@@ -449,11 +515,18 @@ impl Sim {
             let mut outputs = vec![];
             for id in active {
                 let canister = self.canisters.get_mut(&id).expect("on this subnet");
+                used += limits.overhead_per_canister;
                 // What was inducted before this iteration, plus a due timer.
                 for _ in 0..canister.queue.len().max(1) {
+                    if used >= start_limit {
+                        break;
+                    }
+                    let before = canister.stats.instructions;
                     outputs.extend(canister.execute_next(time));
+                    used += canister.stats.instructions - before + limits.overhead_per_execution;
                 }
             }
+            used += finalization;
             for output in outputs {
                 self.route(subnet, output);
             }
@@ -492,8 +565,13 @@ impl Sim {
         match message {
             Message::Request(r) => {
                 let payload = Payload::Reject(gone(r.receiver));
-                let response =
-                    Response { originator: r.sender, callback: r.callback, payload, refund: r.cycles };
+                let response = Response {
+                    originator: r.sender,
+                    callback: r.callback,
+                    payload,
+                    refund: r.cycles,
+                    deadline_expired: false,
+                };
                 self.route(subnet, Output::Response(response));
             }
             Message::Ingress(m) => {
