@@ -6,6 +6,7 @@
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// A canister of this workspace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,9 +95,15 @@ pub fn wasm_target_dir() -> PathBuf {
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
-/// Builds both canisters with the release profile. Cargo makes this a no-op
-/// when nothing changed, and serialises concurrent builds with its own lock.
+/// Builds both canisters with the release profile, once per process (test
+/// binaries ask from many threads). Cargo makes it a no-op when nothing
+/// changed.
 fn build() -> Result<()> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    BUILT.get_or_init(|| build_now().map_err(|e| format!("{e:#}"))).clone().map_err(anyhow::Error::msg)
+}
+
+fn build_now() -> Result<()> {
     let root = workspace_root();
     ensure_wasm_target(&root)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

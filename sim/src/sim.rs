@@ -359,6 +359,19 @@ impl Sim {
         Ok(())
     }
 
+    /// The cycles a canister must keep: its liquid balance is what lies
+    /// above. (The replica derives this from the freezing threshold in
+    /// seconds and the canister's idle burn rate; the model takes the result.)
+    pub fn set_frozen_reserve_cycles(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        cycles: u128,
+    ) -> Result<(), SimError> {
+        self.controlled(id, sender)?.system_state_mut().freezing_reserve = cycles;
+        Ok(())
+    }
+
     pub fn add_cycles(&mut self, id: Principal, amount: u128) -> Result<u128, SimError> {
         let canister =
             self.canisters.get_mut(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))?;

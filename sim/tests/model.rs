@@ -1,103 +1,11 @@
-//! The model, tested with small WAT canisters written against the bare
-//! system API, so that no behaviour depends on ic-cdk or on a method name.
+//! The model, tested with the WAT fixtures: queues, call contexts,
+//! rollback, instructions, canister management.
+
+mod common;
 
 use candid::Principal;
+use common::*;
 use sim::{RejectCode, Sim};
-
-const PROBE: &str = include_str!("fixtures/probe.wat");
-const CALLEE: &str = include_str!("fixtures/callee.wat");
-
-fn controller() -> Principal {
-    Principal::self_authenticating(b"model tests")
-}
-
-struct World {
-    sim: Sim,
-    probe: Principal,
-    callees: Vec<Principal>,
-}
-
-/// A probe on subnet 0 and `callees` callees on subnet `callee_subnet`.
-fn world(subnets: usize, callees: usize, callee_subnet: usize) -> World {
-    let mut builder = Sim::builder();
-    for _ in 0..subnets {
-        builder = builder.with_subnet();
-    }
-    let mut sim = builder.build();
-    let probe = install(&mut sim, 0, PROBE);
-    let callees = (0..callees).map(|_| install(&mut sim, callee_subnet, CALLEE)).collect();
-    World { sim, probe, callees }
-}
-
-fn install(sim: &mut Sim, subnet: usize, wat: &str) -> Principal {
-    let id = sim.create_canister(subnet, vec![controller()]).unwrap();
-    sim.install_canister(id, &wat::parse_str(wat).unwrap(), vec![], controller()).unwrap();
-    id
-}
-
-#[derive(Clone, Copy)]
-enum Method {
-    Ping = 0,
-    Trap = 1,
-}
-
-/// One `fan_out` record: `n` calls to `callee.method`.
-fn record(callee: Principal, n: u32, method: Method, reply_traps: bool) -> Vec<u8> {
-    let mut bytes = callee.as_slice().to_vec();
-    assert_eq!(bytes.len(), 10, "the probe expects 10-byte canister ids");
-    bytes.extend(n.to_le_bytes());
-    bytes.extend((method as u32).to_le_bytes());
-    bytes.extend(u32::from(reply_traps).to_le_bytes());
-    bytes
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
-}
-
-/// The probe's observable state.
-#[derive(Debug, PartialEq, Eq)]
-struct ProbeState {
-    heap_marker: u32,
-    counter: u32,
-    stable_pages: u64,
-    stable_head: [u8; 4],
-    memory_pages: u32,
-    last_reject_code: u32,
-    replies: u32,
-    rejects: u32,
-    cleanups: u32,
-}
-
-fn probe_state(w: &mut World) -> ProbeState {
-    let b = w.sim.query_call(w.probe, controller(), "state", vec![]).unwrap();
-    ProbeState {
-        heap_marker: u32_at(&b, 0),
-        counter: u32_at(&b, 4),
-        stable_pages: u64::from_le_bytes(b[8..16].try_into().unwrap()),
-        stable_head: b[16..20].try_into().unwrap(),
-        memory_pages: u32_at(&b, 20),
-        last_reject_code: u32_at(&b, 24),
-        replies: u32_at(&b, 28),
-        rejects: u32_at(&b, 32),
-        cleanups: u32_at(&b, 36),
-    }
-}
-
-fn run_until_idle(sim: &mut Sim) {
-    for _ in 0..10 {
-        sim.tick();
-    }
-}
-
-/// Submits `fan_out` without ticking; returns the message id.
-fn submit_fan_out(w: &mut World, records: &[Vec<u8>]) -> sim::MessageId {
-    w.sim.submit_call(w.probe, controller(), "fan_out", records.concat()).unwrap()
-}
-
-fn refused(w: &World, id: sim::MessageId) -> u32 {
-    u32_at(&w.sim.ingress_status(id).expect("completed").expect("replied"), 0)
-}
 
 #[test]
 fn a_pair_has_500_request_slots_shared_by_messages() {
@@ -105,13 +13,13 @@ fn a_pair_has_500_request_slots_shared_by_messages() {
     let callee = w.callees[0];
     // Both messages run in the same round, the second while the first's
     // 300 calls are still in flight.
-    let first = submit_fan_out(&mut w, &[record(callee, 300, Method::Ping, false)]);
-    let second = submit_fan_out(&mut w, &[record(callee, 300, Method::Ping, false)]);
+    let first = submit_fan_out(&mut w.sim, w.probe, &[record(callee, 300, Method::Ping, false)]);
+    let second = submit_fan_out(&mut w.sim, w.probe, &[record(callee, 300, Method::Ping, false)]);
     w.sim.tick();
-    assert_eq!(refused(&w, first), 0);
-    assert_eq!(refused(&w, second), 100, "200 slots were left for the second message");
+    assert_eq!(refused(&w.sim, first), 0);
+    assert_eq!(refused(&w.sim, second), 100, "200 slots were left for the second message");
     run_until_idle(&mut w.sim);
-    assert_eq!(probe_state(&mut w).replies, 500);
+    assert_eq!(probe_state(&mut w.sim, w.probe).replies, 500);
     assert_eq!(w.sim.stats(callee).unwrap().executions_of("ping"), 500);
     let stats = w.sim.stats(w.probe).unwrap();
     assert_eq!((stats.calls_performed, stats.calls_refused), (500, 100));
@@ -121,12 +29,12 @@ fn a_pair_has_500_request_slots_shared_by_messages() {
 fn slots_are_freed_when_responses_are_consumed() {
     let mut w = world(1, 1, 0);
     let callee = w.callees[0];
-    let first = submit_fan_out(&mut w, &[record(callee, 500, Method::Ping, false)]);
+    let first = submit_fan_out(&mut w.sim, w.probe, &[record(callee, 500, Method::Ping, false)]);
     run_until_idle(&mut w.sim);
-    let second = submit_fan_out(&mut w, &[record(callee, 500, Method::Ping, false)]);
+    let second = submit_fan_out(&mut w.sim, w.probe, &[record(callee, 500, Method::Ping, false)]);
     run_until_idle(&mut w.sim);
-    assert_eq!((refused(&w, first), refused(&w, second)), (0, 0));
-    assert_eq!(probe_state(&mut w).replies, 1000);
+    assert_eq!((refused(&w.sim, first), refused(&w.sim, second)), (0, 0));
+    assert_eq!(probe_state(&mut w.sim, w.probe).replies, 1000);
 }
 
 #[test]
@@ -134,10 +42,10 @@ fn the_limit_is_per_pair() {
     let mut w = world(1, 2, 0);
     let records =
         [record(w.callees[0], 500, Method::Ping, false), record(w.callees[1], 500, Method::Ping, false)];
-    let id = submit_fan_out(&mut w, &records);
+    let id = submit_fan_out(&mut w.sim, w.probe, &records);
     run_until_idle(&mut w.sim);
-    assert_eq!(refused(&w, id), 0);
-    assert_eq!(probe_state(&mut w).replies, 1000);
+    assert_eq!(refused(&w.sim, id), 0);
+    assert_eq!(probe_state(&mut w.sim, w.probe).replies, 1000);
     for callee in w.callees.clone() {
         assert_eq!(w.sim.stats(callee).unwrap().executions_of("ping"), 500);
     }
@@ -147,19 +55,19 @@ fn the_limit_is_per_pair() {
 fn across_subnets_a_slot_is_held_until_the_response_is_consumed() {
     let mut w = world(2, 1, 1);
     let callee = w.callees[0];
-    let first = submit_fan_out(&mut w, &[record(callee, 400, Method::Ping, false)]);
+    let first = submit_fan_out(&mut w.sim, w.probe, &[record(callee, 400, Method::Ping, false)]);
     w.sim.tick();
     // The callee (on the later subnet) answered in this tick: the responses
     // wait in its stream, and their slots are still taken.
     assert_eq!(w.sim.stats(callee).unwrap().executions_of("ping"), 400);
     assert_eq!(w.sim.calls_in_flight(w.probe, callee), 400);
-    assert_eq!(refused(&w, first), 0);
-    let second = submit_fan_out(&mut w, &[record(callee, 400, Method::Ping, false)]);
-    let third = submit_fan_out(&mut w, &[record(callee, 400, Method::Ping, false)]);
+    assert_eq!(refused(&w.sim, first), 0);
+    let second = submit_fan_out(&mut w.sim, w.probe, &[record(callee, 400, Method::Ping, false)]);
+    let third = submit_fan_out(&mut w.sim, w.probe, &[record(callee, 400, Method::Ping, false)]);
     w.sim.tick();
     // The responses are inducted before the new messages run: the second
     // finds 500 free slots and takes 400, the third finds 100.
-    assert_eq!((refused(&w, second), refused(&w, third)), (0, 300));
+    assert_eq!((refused(&w.sim, second), refused(&w.sim, third)), (0, 300));
     assert_eq!(w.sim.calls_in_flight(w.probe, callee), 500);
     run_until_idle(&mut w.sim);
     assert_eq!(w.sim.calls_in_flight(w.probe, callee), 0);
@@ -169,9 +77,9 @@ fn across_subnets_a_slot_is_held_until_the_response_is_consumed() {
 fn a_trapping_callee_answers_with_canister_error() {
     let mut w = world(1, 1, 0);
     let callee = w.callees[0];
-    submit_fan_out(&mut w, &[record(callee, 3, Method::Trap, false)]);
+    submit_fan_out(&mut w.sim, w.probe, &[record(callee, 3, Method::Trap, false)]);
     run_until_idle(&mut w.sim);
-    let state = probe_state(&mut w);
+    let state = probe_state(&mut w.sim, w.probe);
     assert_eq!((state.replies, state.rejects), (0, 3));
     assert_eq!(state.last_reject_code, RejectCode::CanisterError as u32);
     assert_eq!(w.sim.stats(callee).unwrap().traps, 3);
@@ -197,7 +105,7 @@ fn a_trap_rolls_back_every_effect_of_the_message() {
     let mut w = world(1, 1, 0);
     let callee = w.callees[0];
     w.sim.update_call(w.probe, controller(), "prepare", vec![]).unwrap();
-    let before = probe_state(&mut w);
+    let before = probe_state(&mut w.sim, w.probe);
     assert_eq!((before.heap_marker, before.counter, before.stable_pages), (1, 7, 1));
     assert_eq!(&before.stable_head, b"keep");
     // A trapping message still pays for the instructions it executed;
@@ -215,7 +123,7 @@ fn a_trap_rolls_back_every_effect_of_the_message() {
     assert!(err.message.contains("boom"), "{err}");
     run_until_idle(&mut w.sim);
 
-    assert_eq!(probe_state(&mut w), before, "heap, global, stable memory and memory size");
+    assert_eq!(probe_state(&mut w.sim, w.probe), before, "heap, global, stable memory and memory size");
     assert_eq!(balance_plus_consumed(&w), cycles, "cycles");
     assert_eq!(w.sim.stats(w.probe).unwrap().calls_performed, performed, "the queued call");
     assert_eq!(w.sim.stats(callee).unwrap().executions_of("ping"), 0, "the call never left");
@@ -227,9 +135,9 @@ fn a_trap_rolls_back_every_effect_of_the_message() {
 fn cleanup_runs_when_a_callback_traps_and_the_callback_is_rolled_back() {
     let mut w = world(1, 1, 0);
     let callee = w.callees[0];
-    submit_fan_out(&mut w, &[record(callee, 4, Method::Ping, true)]);
+    submit_fan_out(&mut w.sim, w.probe, &[record(callee, 4, Method::Ping, true)]);
     run_until_idle(&mut w.sim);
-    let state = probe_state(&mut w);
+    let state = probe_state(&mut w.sim, w.probe);
     assert_eq!(state.cleanups, 4);
     assert_eq!(state.replies, 0, "the trapping reply callback's increment was rolled back");
     assert_eq!(w.sim.stats(w.probe).unwrap().executions_of("cleanup"), 4);
@@ -248,15 +156,15 @@ fn calls_to_a_stopped_canister_fail_with_canister_error_and_to_a_deleted_one_wit
     let mut w = world(1, 1, 0);
     let callee = w.callees[0];
     w.sim.stop_canister(callee, controller()).unwrap();
-    submit_fan_out(&mut w, &[record(callee, 2, Method::Ping, false)]);
+    submit_fan_out(&mut w.sim, w.probe, &[record(callee, 2, Method::Ping, false)]);
     run_until_idle(&mut w.sim);
-    let state = probe_state(&mut w);
+    let state = probe_state(&mut w.sim, w.probe);
     assert_eq!((state.rejects, state.last_reject_code), (2, RejectCode::CanisterError as u32));
 
     w.sim.delete_canister(callee, controller()).unwrap();
-    submit_fan_out(&mut w, &[record(callee, 3, Method::Ping, false)]);
+    submit_fan_out(&mut w.sim, w.probe, &[record(callee, 3, Method::Ping, false)]);
     run_until_idle(&mut w.sim);
-    let state = probe_state(&mut w);
+    let state = probe_state(&mut w.sim, w.probe);
     assert_eq!((state.rejects, state.last_reject_code), (5, RejectCode::DestinationInvalid as u32));
 }
 
@@ -280,11 +188,11 @@ fn same_subnet_calls_complete_in_one_round_cross_subnet_in_two() {
         let mut w = world(subnets, 1, callee_subnet);
         let records = [record(w.callees[0], 100, Method::Ping, false)];
         // fan_out replies at once; a second message observes the callbacks.
-        submit_fan_out(&mut w, &records);
+        submit_fan_out(&mut w.sim, w.probe, &records);
         for _ in 0..rounds {
             w.sim.tick();
         }
-        assert_eq!(probe_state(&mut w).replies, 100, "{subnets} subnet(s)");
+        assert_eq!(probe_state(&mut w.sim, w.probe).replies, 100, "{subnets} subnet(s)");
     }
 }
 

@@ -1,7 +1,7 @@
 //! The caller's rules, checked on its real wasm in the simulator.
 
 use candid::{Principal, decode_one, encode_one};
-use sim::{RejectCode, Sim};
+use sim::{ONE_SECOND_NS, RejectCode, Sim};
 
 const MAX_CALLS: u64 = 10_000;
 
@@ -22,8 +22,12 @@ struct Setup {
 
 /// Caller and callee installed on one subnet; `setup_callee` not called.
 fn installed() -> Setup {
+    installed_on(Sim::builder())
+}
+
+fn installed_on(builder: sim::SimBuilder) -> Setup {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
-    let mut sim = Sim::builder().with_subnet().build();
+    let mut sim = builder.with_subnet().build();
     let caller = sim.create_canister(0, vec![controller()]).unwrap();
     let callee = sim.create_canister(0, vec![controller()]).unwrap();
     let no_arg = candid::encode_args(()).unwrap();
@@ -134,4 +138,75 @@ fn a_deleted_callee_makes_calls_fail_without_trapping() {
     // The failures were DESTINATION_INVALID rejects, not refusals.
     assert_eq!(stats.calls_refused, 0);
     assert_eq!(stats.rejects_received.get(&RejectCode::DestinationInvalid), Some(&10));
+}
+
+#[test]
+fn a_callee_that_does_not_answer_within_the_deadline_gives_sys_unknown() {
+    let mut s = installed_on(Sim::builder().with_time_step(ONE_SECOND_NS));
+    let (caller, callee) = (s.caller, s.callee);
+    s.setup_callee(controller(), callee).unwrap();
+    // ic-cdk's bounded-wait calls wait 300 s; the callee is held back for 400.
+    s.sim.pause_canister(callee, 400);
+    let start = s.sim.time();
+    let message =
+        s.sim.submit_call(caller, controller(), "sequential_calls", encode_one(1u64).unwrap()).unwrap();
+    let reply = loop {
+        s.sim.tick();
+        if let Some(reply) = s.sim.ingress_status(message) {
+            break reply.unwrap();
+        }
+        assert!(s.sim.ticks() < 1_000, "no answer");
+    };
+    assert_eq!(decode_one::<u64>(&reply).unwrap(), 0);
+    let waited = (s.sim.time() - start) / ONE_SECOND_NS;
+    assert!((300..=302).contains(&waited), "the deadline passed after {waited} s");
+    let stats = s.sim.stats(caller).unwrap();
+    assert_eq!(stats.rejects_received.get(&RejectCode::SysUnknown), Some(&1));
+    // The callee runs the ping late; its response is dropped.
+    for _ in 0..200 {
+        s.sim.tick();
+    }
+    assert_eq!(s.pings(), 1);
+    assert_eq!(
+        s.sim.stats(caller).unwrap().executions_of("callback"),
+        1,
+        "no callback for the late response"
+    );
+    assert_eq!(s.sim.calls_in_flight(caller, callee), 0);
+}
+
+/// What `ic0.cost_call` asks for a `ping` with an empty candid argument:
+/// 260 K + 1 K x (4 + 6) bytes + 1 K x 2 MiB + 5 M + 40 G.
+const PING_PREPAYMENT: u128 = 260_000 + 10_000 + 2_097_152_000 + 5_000_000 + 40_000_000_000;
+/// What a message prepays for its own execution.
+const MESSAGE_PREPAYMENT: u128 = 5_000_000 + 40_000_000_000;
+
+#[test]
+fn too_few_liquid_cycles_fail_calls_before_they_are_performed() {
+    let mut s = installed();
+    let (caller, callee) = (s.caller, s.callee);
+    s.setup_callee(controller(), callee).unwrap();
+    // Keep all but enough for the message and two and a half call prepayments.
+    let balance = s.sim.cycle_balance(caller).unwrap();
+    let reserve = balance - MESSAGE_PREPAYMENT - PING_PREPAYMENT * 5 / 2;
+    s.sim.set_frozen_reserve_cycles(caller, controller(), reserve).unwrap();
+    assert_eq!(s.calls(controller(), "parallel_calls", 10), Ok(2));
+    let stats = s.sim.stats(caller).unwrap();
+    // ic-cdk saw InsufficientLiquidCycleBalance and never called call_perform.
+    assert_eq!((stats.calls_performed, stats.calls_refused, stats.traps), (2, 0, 0));
+    // One at a time, each prepayment is refunded before the next call.
+    assert_eq!(s.calls(controller(), "sequential_calls", 10), Ok(10));
+}
+
+#[test]
+fn the_balance_falls_by_exactly_what_was_consumed_and_prepayments_are_refunded() {
+    let mut s = installed();
+    let (caller, callee) = (s.caller, s.callee);
+    s.setup_callee(controller(), callee).unwrap();
+    let balance = s.sim.cycle_balance(caller).unwrap();
+    let consumed = s.sim.stats(caller).unwrap().cycles_consumed;
+    assert_eq!(s.calls(controller(), "parallel_calls", 100), Ok(100));
+    let spent = balance - s.sim.cycle_balance(caller).unwrap();
+    assert_eq!(spent, s.sim.stats(caller).unwrap().cycles_consumed - consumed);
+    assert!(spent < 100 * PING_PREPAYMENT / 100, "the prepayments came back: spent {spent}");
 }
