@@ -79,14 +79,36 @@ fn round_limit(calls: u64) -> RoundLimit {
     RoundLimit(4 * calls + 1_000)
 }
 
-/// Creates and installs both canisters and calls `setup_callee`.
+/// Which of the two subnets gets the caller (cross-subnet only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallerSubnet {
+    /// The subnet with the lower id, whose round runs first in a tick.
+    Lower,
+    Higher,
+}
+
+/// Creates and installs both canisters and calls `setup_callee`; across
+/// subnets the caller goes on the subnet with the lower id.
 pub fn deploy(engine: &mut dyn Engine, topology: Topology, wasms: &CanisterWasms) -> Result<Deployment> {
+    deploy_placed(engine, topology, CallerSubnet::Lower, wasms)
+}
+
+pub fn deploy_placed(
+    engine: &mut dyn Engine,
+    topology: Topology,
+    caller_subnet: CallerSubnet,
+    wasms: &CanisterWasms,
+) -> Result<Deployment> {
     if engine.subnet_count() < topology.subnets() {
         bail!("{topology:?} needs {} subnets; the engine has {}", topology.subnets(), engine.subnet_count());
     }
     let controller = controller();
-    let callee_subnet = topology.subnets() - 1;
-    let caller = engine.create_canister(0, controller)?;
+    let higher = topology.subnets() - 1;
+    let (caller_subnet, callee_subnet) = match caller_subnet {
+        CallerSubnet::Lower => (0, higher),
+        CallerSubnet::Higher => (higher, 0),
+    };
+    let caller = engine.create_canister(caller_subnet, controller)?;
     let callee = engine.create_canister(callee_subnet, controller)?;
     engine.install(caller, &wasms.caller, controller).context("installing the caller")?;
     engine.install(callee, &wasms.callee, controller).context("installing the callee")?;

@@ -7,7 +7,7 @@ use multi_subnet::engines::Engine;
 use multi_subnet::engines::pocket_ic::PocketIcEngine;
 use multi_subnet::engines::pocket_ic_server;
 use multi_subnet::engines::sim::SimEngine;
-use multi_subnet::scenario::{self, Deployment, Run, Strategy, Topology};
+use multi_subnet::scenario::{self, CallerSubnet, Deployment, Run, Strategy, Topology};
 
 /// The example's "100 vs 2000" on one subnet: everything succeeds except
 /// parallel 2000, which hits the 500-slot queue to the callee.
@@ -27,10 +27,20 @@ fn suite<E: Engine>(
     engine: &mut E,
     topology: Topology,
     cases: &[(Strategy, u64, u64)],
+    observe: impl FnMut(&E, &Deployment, &Run),
+) -> Vec<Run> {
+    suite_placed(engine, topology, CallerSubnet::Lower, cases, observe)
+}
+
+fn suite_placed<E: Engine>(
+    engine: &mut E,
+    topology: Topology,
+    caller_subnet: CallerSubnet,
+    cases: &[(Strategy, u64, u64)],
     mut observe: impl FnMut(&E, &Deployment, &Run),
 ) -> Vec<Run> {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
-    let deployment = scenario::deploy(engine, topology, &wasms).expect("deploys");
+    let deployment = scenario::deploy_placed(engine, topology, caller_subnet, &wasms).expect("deploys");
     let mut runs = vec![];
     for &(strategy, calls, expected) in cases {
         let run = scenario::run(engine, &deployment, strategy, calls).expect("the run completes");
@@ -55,16 +65,40 @@ fn agrees_with_the_engine() -> impl FnMut(&SimEngine, &Deployment, &Run) {
     }
 }
 
+fn rounds(runs: &[Run]) -> Vec<u64> {
+    runs.iter().map(|r| r.rounds.0).collect()
+}
+
 #[test]
 fn sim_one_subnet() {
-    suite(&mut SimEngine::start(1), Topology::SameSubnet, &ONE_SUBNET, agrees_with_the_engine());
+    let runs = suite(&mut SimEngine::start(1), Topology::SameSubnet, &ONE_SUBNET, agrees_with_the_engine());
+    // 100 sequential calls overflow one round's budget (2 B instructions may
+    // start, at ~20 M of overheads per call), 100 parallel ones do not; the
+    // 500 parallel calls that are performed out of 2000 also take 2 rounds.
+    assert_eq!(rounds(&runs), [2, 1, 21, 2]);
+}
+
+#[test]
+fn sim_one_subnet_one_call_takes_one_round() {
+    let cases = [(Strategy::Sequential, 1, 1), (Strategy::Parallel, 1, 1)];
+    let runs = suite(&mut SimEngine::start(1), Topology::SameSubnet, &cases, agrees_with_the_engine());
+    assert_eq!(rounds(&runs), [1, 1]);
 }
 
 #[test]
 fn sim_two_subnets() {
-    let runs = suite(&mut SimEngine::start(2), Topology::CrossSubnet, &TWO_SUBNETS, agrees_with_the_engine());
-    let rounds: Vec<u64> = runs.iter().map(|r| r.rounds.0).collect();
-    assert_eq!(rounds, [91, 2], "sequential: one round trip per call plus one; parallel: one round trip");
+    for caller_subnet in [CallerSubnet::Lower, CallerSubnet::Higher] {
+        let mut engine = SimEngine::start(2);
+        let runs = suite_placed(
+            &mut engine,
+            Topology::CrossSubnet,
+            caller_subnet,
+            &TWO_SUBNETS,
+            agrees_with_the_engine(),
+        );
+        // Sequential: one round trip per call plus one; parallel: one round trip.
+        assert_eq!(rounds(&runs), [91, 2], "caller on the {caller_subnet:?} subnet");
+    }
 }
 
 fn pocket_ic(subnets: usize) -> PocketIcEngine {
