@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use wasmi::{Engine, Store};
 
-use crate::code::{Code, CompiledModule, Entry};
+use crate::code::{Code, CompiledModule, Entry, Recorded, Replayer, Snapshot};
 use crate::cycles;
 use crate::message::{
     CallContextId, CallbackId, Ingress, Message, MessageId, Payload, Reject, RejectCode, Request, Response,
@@ -84,6 +84,54 @@ pub enum Output {
     IngressCompleted(MessageId, Payload),
 }
 
+/// A checkpoint is taken once the executions since the last one have run
+/// this many instructions per byte of linear memory: copying the memory then
+/// costs a few percent of executing, and replaying after a trap is bounded.
+const CHECKPOINT_INSTRUCTIONS_PER_BYTE: u64 = 4;
+
+/// Installed code, and what returning it to the state before any message
+/// since the last checkpoint takes: the checkpoint and the log of committed
+/// executions since. Rolling back a trap replays the log on the checkpoint,
+/// so no message pays for a copy of the memory it might trap in.
+struct Installed {
+    code: Code,
+    checkpoint: Snapshot,
+    log: Vec<Recorded>,
+    instructions_since_checkpoint: u64,
+}
+
+impl Installed {
+    fn new(code: Code, store: &Store<SystemState>) -> Self {
+        let checkpoint = code.snapshot(store);
+        Self { code, checkpoint, log: vec![], instructions_since_checkpoint: 0 }
+    }
+
+    /// Logs a committed execution; checkpoints when the log is long enough.
+    fn commit(&mut self, store: &Store<SystemState>, recorded: Recorded, instructions: u64) {
+        self.log.push(recorded);
+        self.instructions_since_checkpoint += instructions;
+        let memory = self.code.memory_len(store) as u64;
+        if self.instructions_since_checkpoint >= CHECKPOINT_INSTRUCTIONS_PER_BYTE * memory {
+            self.checkpoint = self.code.snapshot(store);
+            self.log.clear();
+            self.instructions_since_checkpoint = 0;
+        }
+    }
+
+    /// Returns the instance to its state after the last committed execution.
+    fn roll_back(&mut self, store: &mut Store<SystemState>) {
+        let mut replayer =
+            Replayer::new(store.engine(), self.code.module.clone()).expect("the module instantiated before");
+        replayer.load(&self.checkpoint);
+        for recorded in self.log.drain(..) {
+            replayer.replay(recorded).expect("a committed execution replays exactly");
+        }
+        self.checkpoint = replayer.snapshot();
+        self.instructions_since_checkpoint = 0;
+        self.code.restore(store, &self.checkpoint);
+    }
+}
+
 /// The result of running one entry point.
 struct Ran {
     exec: Execution,
@@ -97,13 +145,15 @@ pub struct Canister {
     pub subnet: usize,
     pub status: CanisterStatus,
     store: Store<SystemState>,
-    code: Option<Code>,
+    code: Option<Installed>,
     call_contexts: BTreeMap<CallContextId, CallContext>,
     callbacks: BTreeMap<CallbackId, Callback>,
     next_id: u64,
     /// Messages inducted and not yet executed, in order.
     pub queue: VecDeque<Message>,
     pub stats: CanisterStats,
+    /// Every committed execution, when tracing (for the benchmark's floor).
+    pub trace: Option<Vec<Recorded>>,
 }
 
 impl Canister {
@@ -126,6 +176,7 @@ impl Canister {
             next_id: 0,
             queue: VecDeque::new(),
             stats: CanisterStats::default(),
+            trace: None,
         }
     }
 
@@ -169,7 +220,7 @@ impl Canister {
     }
 
     fn exports(&self, name: &str) -> bool {
-        self.code.as_ref().is_some_and(|c| c.module.exports(name))
+        self.code.as_ref().is_some_and(|c| c.code.module.exports(name))
     }
 
     fn timer_due(&self, time: u64) -> bool {
@@ -222,7 +273,7 @@ impl Canister {
             InstallMode::Upgrade => ("canister_post_upgrade", EntryKind::PostUpgrade),
         };
         let installed = Code::instantiate(&mut self.store, module).and_then(|code| {
-            self.code = Some(code);
+            self.code = Some(Installed::new(code, &self.store));
             self.run_hook(kind, hook, arg, sender, time)
         });
         if let Err(e) = installed {
@@ -281,26 +332,40 @@ impl Canister {
     // ----- Running code with rollback -----
 
     /// Runs `entry` for `exec`. On a trap every effect is undone: linear
-    /// memory, globals, stable memory and cycles here; the calls it made and
-    /// its reply are in the returned `exec`, which the caller then ignores.
-    /// With `keep` false the effects are undone in any case (queries).
+    /// memory and globals (by replay, see [`Installed`]), stable memory
+    /// and cycles here; the calls it made and its reply are in the returned
+    /// `exec`, which the caller then ignores. With `keep` false the effects
+    /// are undone in any case (queries, inspection), from a copy.
     fn run_keeping(&mut self, entry: Entry, exec: Execution, keep: bool) -> Ran {
-        let Some(code) = self.code.as_mut() else {
+        let Some(installed) = self.code.as_mut() else {
             let trap = CanisterTrap(format!("Canister {} has no wasm module", self.id));
             return Ran { exec, instructions: 0, trap: Some(trap) };
         };
-        let snapshot = code.snapshot(&self.store);
-        let balance = self.store.data().balance;
-        self.store.data_mut().stable.checkpoint();
+        let discard_from = (!keep).then(|| installed.code.snapshot(&self.store));
+        let state = self.store.data_mut();
+        let balance = state.balance;
+        state.stable.checkpoint();
+        state.tape = keep.then(Vec::new);
         let fuel = exec.fuel_limit;
-        self.store.data_mut().exec = Some(exec);
-        let (instructions, trap) = code.run(&mut self.store, &entry, fuel);
+        state.exec = Some(exec);
+        let (instructions, trap) = installed.code.run(&mut self.store, &entry, fuel);
         let state = self.store.data_mut();
         let exec = state.exec.take().expect("set above");
+        let tape = state.tape.take();
         if trap.is_some() || !keep {
             state.stable.rollback();
             state.balance = balance;
-            code.restore(&mut self.store, &snapshot);
+        }
+        match (discard_from, tape) {
+            (Some(snapshot), _) => installed.code.restore(&mut self.store, &snapshot),
+            (None, _) if trap.is_some() => installed.roll_back(&mut self.store),
+            (None, tape) => {
+                let recorded = Recorded { entry, tape: tape.expect("recorded when kept") };
+                if let Some(trace) = self.trace.as_mut() {
+                    trace.push(recorded.clone());
+                }
+                installed.commit(&self.store, recorded, instructions);
+            }
         }
         Ran { exec, instructions, trap }
     }

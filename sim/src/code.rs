@@ -1,18 +1,26 @@
-//! A canister's code: the compiled module, its instance, and running one
-//! entry point with an instruction limit. Also the snapshot a trap returns
-//! the instance to.
+//! A canister's code: the compiled module, its instances, and running one
+//! entry point with an instruction limit.
+//!
+//! An instance runs either live, against the system API, or in playback,
+//! where every `ic0` import answers from a recorded tape (see
+//! [`TapeEvent`]). Playback is how a trap is rolled back (re-run the
+//! messages since the last checkpoint) and what the benchmark's floor runs.
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use wasmi::{Engine, Global, Instance, Linker, Memory, Module, Nullable, Ref, Store, Table, TrapCode, Val};
+use wasmi::{
+    AsContext, AsContextMut, Caller, Engine, Error, Global, Instance, Linker, Memory, Module, Nullable, Ref,
+    Store, Table, TrapCode, Val, ValType,
+};
 
 use crate::module::{self, MEMORY_EXPORT, TABLE_EXPORT};
-use crate::system_api::{self, CanisterTrap, SystemState};
+use crate::system_api::{self, CanisterTrap, SystemState, TapeEvent};
 
 /// A module compiled once and instantiable on any canister.
 pub struct CompiledModule {
     module: Module,
     linker: Linker<SystemState>,
+    playback_linker: Linker<Playback>,
     mutable_globals: Vec<u32>,
     has_table: bool,
     exports: BTreeSet<String>,
@@ -30,6 +38,7 @@ impl CompiledModule {
             return Err("the module has no memory".into());
         }
         Ok(Self {
+            playback_linker: playback_linker(engine, &module)?,
             module,
             linker,
             mutable_globals: rewritten.mutable_globals,
@@ -50,7 +59,14 @@ pub enum Entry {
     Callback { fun: u32, env: u32 },
 }
 
-/// An instance of a [`CompiledModule`] in a canister's store.
+/// One committed message execution: enough to run it again exactly.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub entry: Entry,
+    pub tape: Vec<TapeEvent>,
+}
+
+/// An instance of a [`CompiledModule`] in some store.
 pub struct Code {
     pub module: Rc<CompiledModule>,
     instance: Instance,
@@ -59,55 +75,66 @@ pub struct Code {
     globals: Vec<Global>,
 }
 
-/// The instance state a trap returns to.
+/// An instance's state: linear memory and mutable globals.
+#[derive(Clone)]
 pub struct Snapshot {
     memory: Vec<u8>,
     globals: Vec<Val>,
 }
 
 impl Code {
+    /// A live instance: its imports are the system API.
     pub fn instantiate(store: &mut Store<SystemState>, module: Rc<CompiledModule>) -> Result<Self, String> {
         let instance = module
             .linker
             .instantiate_and_start(&mut *store, &module.module)
             .map_err(|e| format!("cannot instantiate the module: {e}"))?;
-        let memory = instance.get_memory(&*store, MEMORY_EXPORT).ok_or("the module has no memory")?;
-        let table = if module.has_table { instance.get_table(&*store, TABLE_EXPORT) } else { None };
+        let code = Self::from_instance(&*store, module, instance)?;
+        store.data_mut().memory = Some(code.memory);
+        Ok(code)
+    }
+
+    /// A playback instance: its imports answer from tapes.
+    pub fn instantiate_playback(store: &mut Store<Playback>, module: Rc<CompiledModule>) -> Result<Self, String> {
+        let instance = module
+            .playback_linker
+            .instantiate_and_start(&mut *store, &module.module)
+            .map_err(|e| format!("cannot instantiate the module: {e}"))?;
+        let code = Self::from_instance(&*store, module, instance)?;
+        store.data_mut().memory = Some(code.memory);
+        Ok(code)
+    }
+
+    fn from_instance(store: impl AsContext, module: Rc<CompiledModule>, instance: Instance) -> Result<Self, String> {
+        let memory = instance.get_memory(&store, MEMORY_EXPORT).ok_or("the module has no memory")?;
+        let table = if module.has_table { instance.get_table(&store, TABLE_EXPORT) } else { None };
         let globals = module
             .mutable_globals
             .iter()
-            .map(|&i| {
-                instance.get_global(&*store, &module::global_export(i)).expect("exported by the rewrite")
-            })
+            .map(|&i| instance.get_global(&store, &module::global_export(i)).expect("exported by the rewrite"))
             .collect();
-        store.data_mut().memory = Some(memory);
         Ok(Self { module, instance, memory, table, globals })
     }
 
     /// Runs `entry` with `fuel` instructions; returns the instructions used,
     /// and the trap if it trapped.
-    pub fn run(
-        &self,
-        store: &mut Store<SystemState>,
-        entry: &Entry,
-        fuel: u64,
-    ) -> (u64, Option<CanisterTrap>) {
+    pub fn run<T>(&self, store: &mut Store<T>, entry: &Entry, fuel: u64) -> (u64, Option<CanisterTrap>) {
         store.set_fuel(fuel).expect("fuel metering is enabled");
         let result = match entry {
             Entry::Export(name) => match self.instance.get_func(&*store, name) {
                 Some(func) => func.call(&mut *store, &[], &mut []),
-                None => Err(wasmi::Error::host(CanisterTrap(format!("the module does not export {name:?}")))),
+                None => Err(Error::host(CanisterTrap(format!("the module does not export {name:?}")))),
             },
-            Entry::Callback { fun, env } => match self.callback(store, *fun) {
+            Entry::Callback { fun, env } => match self.callback(&*store, *fun) {
                 Ok(func) => func.call(&mut *store, &[Val::I32(*env as i32)], &mut []),
-                Err(trap) => Err(wasmi::Error::host(trap)),
+                Err(trap) => Err(Error::host(trap)),
             },
         };
         let used = fuel - store.get_fuel().expect("fuel metering is enabled");
         (used, result.err().map(|e| describe_trap(e, fuel)))
     }
 
-    fn callback(&self, store: &Store<SystemState>, index: u32) -> Result<wasmi::Func, CanisterTrap> {
+    fn callback(&self, store: impl AsContext, index: u32) -> Result<wasmi::Func, CanisterTrap> {
         let table = self.table.ok_or_else(|| CanisterTrap("callback: the module has no table".into()))?;
         match table.get(store, u64::from(index)) {
             Some(Ref::Func(Nullable::Val(func))) => Ok(func),
@@ -115,38 +142,48 @@ impl Code {
         }
     }
 
-    pub fn snapshot(&self, store: &Store<SystemState>) -> Snapshot {
+    pub fn memory_len(&self, store: impl AsContext) -> usize {
+        self.memory.data_size(store)
+    }
+
+    pub fn snapshot(&self, store: impl AsContext) -> Snapshot {
         Snapshot {
-            memory: self.memory.data(store).to_vec(),
-            globals: self.globals.iter().map(|g| g.get(store)).collect(),
+            memory: self.memory.data(store.as_context()).to_vec(),
+            globals: self.globals.iter().map(|g| g.get(&store)).collect(),
         }
     }
 
-    /// Returns to `snapshot`. Linear memory cannot shrink, so if it grew
-    /// the instance is replaced by a fresh one holding the snapshot.
-    pub fn restore(&mut self, store: &mut Store<SystemState>, snapshot: &Snapshot) {
-        if self.memory.data(&*store).len() != snapshot.memory.len() {
-            let mut fresh =
-                Code::instantiate(store, self.module.clone()).expect("the module instantiated before");
-            let pages = (snapshot.memory.len() - fresh.memory.data(&*store).len()) as u64 / 65536;
-            fresh.memory.grow(&mut *store, pages).expect("the snapshot's size was reached before");
-            std::mem::swap(self, &mut fresh);
+    /// Puts `snapshot` into this instance. Linear memory cannot shrink: the
+    /// instance's memory must not be larger than the snapshot's.
+    pub fn load(&self, mut store: impl AsContextMut, snapshot: &Snapshot) {
+        let missing = snapshot.memory.len() - self.memory.data_size(&store);
+        if missing > 0 {
+            self.memory.grow(&mut store, (missing / 65536) as u64).expect("the snapshot's size was reached before");
         }
-        self.memory.data_mut(&mut *store).copy_from_slice(&snapshot.memory);
+        self.memory.data_mut(store.as_context_mut()).copy_from_slice(&snapshot.memory);
         for (global, value) in self.globals.iter().zip(&snapshot.globals) {
-            global.set(&mut *store, value.clone()).expect("same type");
+            global.set(&mut store, value.clone()).expect("same type");
         }
+    }
+
+    /// Returns a live instance to `snapshot`; if its memory grew past the
+    /// snapshot's, a fresh instance takes its place.
+    pub fn restore(&mut self, store: &mut Store<SystemState>, snapshot: &Snapshot) {
+        if self.memory_len(&*store) > snapshot.memory.len() {
+            *self = Code::instantiate(store, self.module.clone()).expect("the module instantiated before");
+        }
+        self.load(store, snapshot);
     }
 }
 
-fn describe_trap(error: wasmi::Error, fuel: u64) -> CanisterTrap {
+fn describe_trap(error: Error, fuel: u64) -> CanisterTrap {
     if let Some(trap) = error.downcast_ref::<CanisterTrap>() {
         return trap.clone();
     }
     match error.as_trap_code() {
-        Some(TrapCode::OutOfFuel) => CanisterTrap(format!(
-            "Canister exceeded the limit of {fuel} instructions for single message execution."
-        )),
+        Some(TrapCode::OutOfFuel) => {
+            CanisterTrap(format!("Canister exceeded the limit of {fuel} instructions for single message execution."))
+        }
         Some(code) => CanisterTrap(format!("Canister trapped: {code}")),
         None => CanisterTrap(format!("Canister trapped: {error}")),
     }
@@ -161,4 +198,87 @@ pub fn engine() -> Engine {
     config.consume_fuel(true);
     config.compilation_mode(wasmi::CompilationMode::Eager);
     Engine::new(&config)
+}
+
+// ----- Playback -----
+
+/// The store data of a playback instance: the tape being played.
+#[derive(Default)]
+pub struct Playback {
+    memory: Option<Memory>,
+    tape: Vec<TapeEvent>,
+    next: usize,
+}
+
+/// A store with a playback instance of one module.
+pub struct Replayer {
+    store: Store<Playback>,
+    code: Code,
+}
+
+impl Replayer {
+    /// A fresh instance of `module`, as a canister has it before `canister_init`.
+    pub fn new(engine: &Engine, module: Rc<CompiledModule>) -> Result<Self, String> {
+        let mut store = Store::new(engine, Playback::default());
+        let code = Code::instantiate_playback(&mut store, module)?;
+        Ok(Self { store, code })
+    }
+
+    pub fn load(&mut self, snapshot: &Snapshot) {
+        self.code.load(&mut self.store, snapshot);
+    }
+
+    /// Runs a recorded execution again; it does exactly what it did then.
+    pub fn replay(&mut self, recorded: Recorded) -> Result<(), CanisterTrap> {
+        let data = self.store.data_mut();
+        data.tape = recorded.tape;
+        data.next = 0;
+        let (_, trap) = self.code.run(&mut self.store, &recorded.entry, crate::cycles::MAX_INSTRUCTIONS_PER_MESSAGE);
+        trap.map_or(Ok(()), Err)
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.code.snapshot(&self.store)
+    }
+}
+
+/// A linker whose every `ic0` function plays the tape: it applies the
+/// recorded memory writes and returns the recorded value.
+fn playback_linker(engine: &Engine, module: &Module) -> Result<Linker<Playback>, String> {
+    let mut linker = Linker::new(engine);
+    for import in module.imports() {
+        let wasmi::ExternType::Func(ty) = import.ty() else {
+            return Err(format!("import {}.{} is not a function", import.module(), import.name()));
+        };
+        let result_type = ty.results().first().copied();
+        linker
+            .func_new(import.module(), import.name(), ty.clone(), move |caller, _params, results| {
+                play_host_call(caller, result_type, results)
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(linker)
+}
+
+fn play_host_call(mut caller: Caller<'_, Playback>, result: Option<ValType>, results: &mut [Val]) -> Result<(), Error> {
+    let memory = caller.data().memory.expect("set at instantiation");
+    let (data, playback) = memory.data_and_store_mut(&mut caller);
+    loop {
+        let Some(event) = playback.tape.get(playback.next) else {
+            return Err(Error::new("playback: the tape ended before the message did"));
+        };
+        playback.next += 1;
+        match event {
+            TapeEvent::Write { dst, bytes } => {
+                let at = *dst as usize;
+                data[at..at + bytes.len()].copy_from_slice(bytes);
+            }
+            TapeEvent::Return(value) => {
+                if let (Some(slot), Some(ty)) = (results.first_mut(), result) {
+                    *slot = if ty == ValType::I32 { Val::I32(*value as i32) } else { Val::I64(*value) };
+                }
+                return Ok(());
+            }
+        }
+    }
 }

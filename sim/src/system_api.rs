@@ -161,6 +161,8 @@ pub struct SystemState {
     pub memory: Option<Memory>,
     pub exec: Option<Execution>,
     pub debug_log: Vec<String>,
+    /// The current message's tape, when recording.
+    pub tape: Option<Vec<TapeEvent>>,
 }
 
 impl SystemState {
@@ -179,6 +181,7 @@ impl SystemState {
             memory: None,
             exec: None,
             debug_log: vec![],
+            tape: None,
         }
     }
 
@@ -195,6 +198,45 @@ impl SystemState {
 }
 
 type Ctx<'a> = Caller<'a, SystemState>;
+
+/// What a host function did that the canister can see: the bytes it wrote
+/// into linear memory, and then its return value. Replaying a message's
+/// tape reproduces its execution exactly, without the system state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TapeEvent {
+    Write { dst: u32, bytes: Vec<u8> },
+    /// Ends every host call; the value is 0 for functions without a result.
+    Return(i64),
+}
+
+/// A host function's result, recorded on the tape when recording is on.
+trait HostResult {
+    type Value;
+    fn recorded(self, state: &mut SystemState) -> Result<Self::Value, Error>;
+}
+
+macro_rules! host_result {
+    ($($t:ty => |$v:ident| $as_i64:expr),*) => {$(
+        impl HostResult for $t {
+            type Value = $t;
+            fn recorded(self, state: &mut SystemState) -> Result<$t, Error> {
+                if let Some(tape) = state.tape.as_mut() {
+                    let $v = self;
+                    tape.push(TapeEvent::Return($as_i64));
+                }
+                Ok(self)
+            }
+        }
+        impl HostResult for Result<$t, Error> {
+            type Value = $t;
+            fn recorded(self, state: &mut SystemState) -> Result<$t, Error> {
+                self?.recorded(state)
+            }
+        }
+    )*};
+}
+
+host_result!(() => |_v| 0, i32 => |v| i64::from(v), i64 => |v| v);
 
 fn memory(caller: &Ctx<'_>) -> Result<Memory, Error> {
     match caller.data().memory {
@@ -233,15 +275,21 @@ fn copy_slice(data: &mut [u8], source: &[u8], dst: i32, offset: i32, size: i32) 
 
 fn copy_out(caller: &mut Ctx<'_>, dst: i32, offset: i32, size: i32, source: &[u8]) -> Result<(), Error> {
     let memory = memory(caller)?;
-    copy_slice(memory.data_mut(caller), source, dst, offset, size)
+    let (data, state) = memory.data_and_store_mut(caller);
+    copy_slice(data, source, dst, offset, size)?;
+    record_write(state, data, dst, size);
+    Ok(())
+}
+
+fn record_write(state: &mut SystemState, data: &[u8], dst: i32, size: i32) {
+    if let Some(tape) = state.tape.as_mut() {
+        let at = dst as u32 as usize;
+        tape.push(TapeEvent::Write { dst: dst as u32, bytes: data[at..at + size as u32 as usize].to_vec() });
+    }
 }
 
 fn write(caller: &mut Ctx<'_>, dst: i32, bytes: &[u8]) -> Result<(), Error> {
-    let memory = memory(caller)?;
-    let data = memory.data_mut(caller);
-    let to = range(dst, bytes.len() as i32, data.len())?;
-    data[to].copy_from_slice(bytes);
-    Ok(())
+    copy_out(caller, dst, 0, bytes.len() as i32, bytes)
 }
 
 fn write_u128(caller: &mut Ctx<'_>, dst: i32, value: u128) -> Result<(), Error> {
@@ -313,38 +361,50 @@ pub const SUPPORTED: &[&str] = &[
 pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
     let mut l = Linker::new(engine);
     let m = "ic0";
+    // Defines ic0.$name and records its outcome on the tape (see `Tape`).
     macro_rules! def {
-        ($name:literal, $f:expr) => {
+        ($name:literal, |$c:ident : Ctx<'_> $(, $p:ident : $t:ty)* $(,)?| -> $r:ty $body:block) => {
             debug_assert!(SUPPORTED.contains(&$name), concat!("ic0.", $name, " missing from SUPPORTED"));
-            l.func_wrap(m, $name, $f).expect(concat!("defining ic0.", $name));
+            l.func_wrap(
+                m,
+                $name,
+                |mut $c: Ctx<'_> $(, $p: $t)*| -> Result<<$r as HostResult>::Value, Error> {
+                    #[allow(clippy::redundant_closure_call)]
+                    let result: $r = (|| $body)();
+                    result.recorded($c.data_mut())
+                },
+            )
+            .expect(concat!("defining ic0.", $name));
         };
     }
 
     // Message arguments and caller.
-    def!("msg_arg_data_size", |mut c: Ctx<'_>| -> Result<i32, Error> {
+    def!("msg_arg_data_size", |c: Ctx<'_>| -> Result<i32, Error> {
         Ok(c.data_mut().exec()?.arg.len() as i32)
     });
-    def!("msg_arg_data_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+    def!("msg_arg_data_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
         c.data_mut().exec()?;
         let memory = memory(&c)?;
         let (data, state) = memory.data_and_store_mut(&mut c);
-        copy_slice(data, &state.exec.as_ref().expect("checked above").arg, dst, off, size)
+        copy_slice(data, &state.exec.as_ref().expect("checked above").arg, dst, off, size)?;
+        record_write(state, data, dst, size);
+        Ok(())
     });
-    def!("msg_caller_size", |mut c: Ctx<'_>| -> Result<i32, Error> {
+    def!("msg_caller_size", |c: Ctx<'_>| -> Result<i32, Error> {
         Ok(c.data_mut().exec()?.caller.as_slice().len() as i32)
     });
-    def!("msg_caller_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+    def!("msg_caller_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
         let bytes = c.data_mut().exec()?.caller.as_slice().to_vec();
         copy_out(&mut c, dst, off, size, &bytes)
     });
-    def!("msg_method_name_size", |mut c: Ctx<'_>| -> Result<i32, Error> {
+    def!("msg_method_name_size", |c: Ctx<'_>| -> Result<i32, Error> {
         Ok(c.data_mut().exec()?.method.len() as i32)
     });
-    def!("msg_method_name_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+    def!("msg_method_name_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
         let name = c.data_mut().exec()?.method.clone().into_bytes();
         copy_out(&mut c, dst, off, size, &name)
     });
-    def!("accept_message", |mut c: Ctx<'_>| -> Result<(), Error> {
+    def!("accept_message", |c: Ctx<'_>| -> Result<(), Error> {
         let exec = c.data_mut().exec()?;
         if exec.kind != EntryKind::InspectMessage || exec.accepted {
             return trap("accept_message may be called once, in canister_inspect_message");
@@ -352,29 +412,29 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         exec.accepted = true;
         Ok(())
     });
-    def!("msg_reject_code", |mut c: Ctx<'_>| -> Result<i32, Error> {
+    def!("msg_reject_code", |c: Ctx<'_>| -> Result<i32, Error> {
         Ok(c.data_mut().exec()?.reject.as_ref().map_or(0, |(code, _)| *code as i32))
     });
-    def!("msg_reject_msg_size", |mut c: Ctx<'_>| -> Result<i32, Error> {
+    def!("msg_reject_msg_size", |c: Ctx<'_>| -> Result<i32, Error> {
         match &c.data_mut().exec()?.reject {
             Some((_, msg)) => Ok(msg.len() as i32),
             None => trap("msg_reject_msg_size called outside a reject callback"),
         }
     });
-    def!("msg_reject_msg_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+    def!("msg_reject_msg_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
         let msg = match &c.data_mut().exec()?.reject {
             Some((_, msg)) => msg.clone().into_bytes(),
             None => return trap("msg_reject_msg_copy called outside a reject callback"),
         };
         copy_out(&mut c, dst, off, size, &msg)
     });
-    def!("msg_deadline", |mut c: Ctx<'_>| -> Result<i64, Error> {
+    def!("msg_deadline", |c: Ctx<'_>| -> Result<i64, Error> {
         c.data_mut().exec()?;
         Ok(0)
     });
 
     // Replying.
-    def!("msg_reply_data_append", |mut c: Ctx<'_>, src: i32, size: i32| {
+    def!("msg_reply_data_append", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
         let bytes = read(&c, src, size)?;
         let exec = c.data_mut().exec()?;
         if !exec.can_reply {
@@ -383,7 +443,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         exec.reply_data.extend_from_slice(&bytes);
         Ok(())
     });
-    def!("msg_reply", |mut c: Ctx<'_>| -> Result<(), Error> {
+    def!("msg_reply", |c: Ctx<'_>| -> Result<(), Error> {
         let exec = c.data_mut().exec()?;
         if !exec.can_reply {
             return trap("msg_reply: this call context has already replied or cannot reply");
@@ -392,7 +452,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         exec.response = Some(Payload::Reply(std::mem::take(&mut exec.reply_data)));
         Ok(())
     });
-    def!("msg_reject", |mut c: Ctx<'_>, src: i32, size: i32| {
+    def!("msg_reject", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
         let message = String::from_utf8_lossy(&read(&c, src, size)?).into_owned();
         let exec = c.data_mut().exec()?;
         if !exec.can_reply {
@@ -404,16 +464,16 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
     });
 
     // Cycles of the message.
-    def!("msg_cycles_available128", |mut c: Ctx<'_>, dst: i32| {
+    def!("msg_cycles_available128", |c: Ctx<'_>, dst: i32| -> Result<(), Error> {
         let exec = c.data_mut().exec()?;
         let available = exec.cycles_available - exec.cycles_accepted;
         write_u128(&mut c, dst, available)
     });
-    def!("msg_cycles_refunded128", |mut c: Ctx<'_>, dst: i32| {
+    def!("msg_cycles_refunded128", |c: Ctx<'_>, dst: i32| -> Result<(), Error> {
         let refunded = c.data_mut().exec()?.cycles_refunded;
         write_u128(&mut c, dst, refunded)
     });
-    def!("msg_cycles_accept128", |mut c: Ctx<'_>, high: i64, low: i64, dst: i32| {
+    def!("msg_cycles_accept128", |c: Ctx<'_>, high: i64, low: i64, dst: i32| -> Result<(), Error> {
         let state = c.data_mut();
         let exec = state.exec()?;
         let amount = u128_of(high, low).min(exec.cycles_available - exec.cycles_accepted);
@@ -424,19 +484,22 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
 
     // The canister itself.
     def!("canister_self_size", |c: Ctx<'_>| -> i32 { c.data().id.as_slice().len() as i32 });
-    def!("canister_self_copy", |mut c: Ctx<'_>, dst: i32, off: i32, size: i32| {
+    def!("canister_self_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
         let bytes = c.data().id.as_slice().to_vec();
         copy_out(&mut c, dst, off, size, &bytes)
     });
-    def!("canister_cycle_balance128", |mut c: Ctx<'_>, dst: i32| {
+    def!("canister_cycle_balance128", |c: Ctx<'_>, dst: i32| -> Result<(), Error> {
         let balance = c.data().balance;
         write_u128(&mut c, dst, balance)
     });
-    def!("canister_liquid_cycle_balance128", |mut c: Ctx<'_>, dst: i32| {
+    def!("canister_liquid_cycle_balance128", |c: Ctx<'_>, dst: i32| -> Result<(), Error> {
         let liquid = c.data().liquid_balance();
         write_u128(&mut c, dst, liquid)
     });
-    def!("canister_status", |_c: Ctx<'_>| -> i32 { 1 });
+    def!("canister_status", |c: Ctx<'_>| -> i32 {
+        let _ = &c;
+        1
+    });
     def!("canister_version", |c: Ctx<'_>| -> i64 { c.data().canister_version as i64 });
     def!("is_controller", |c: Ctx<'_>, src: i32, size: i32| -> Result<i32, Error> {
         let bytes = read(&c, src, size)?;
@@ -444,12 +507,12 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             Principal::try_from_slice(&bytes).or_else(|_| trap("is_controller: not a principal"))?;
         Ok(i32::from(c.data().controllers.contains(&principal)))
     });
-    def!("in_replicated_execution", |mut c: Ctx<'_>| -> Result<i32, Error> {
+    def!("in_replicated_execution", |c: Ctx<'_>| -> Result<i32, Error> {
         Ok(i32::from(c.data_mut().exec()?.kind != EntryKind::Query))
     });
 
     // Calls.
-    def!("call_new", |mut c: Ctx<'_>,
+    def!("call_new", |c: Ctx<'_>,
                       callee_src: i32,
                       callee_size: i32,
                       name_src: i32,
@@ -457,7 +520,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
                       reply_fun: i32,
                       reply_env: i32,
                       reject_fun: i32,
-                      reject_env: i32| {
+                      reject_env: i32| -> Result<(), Error> {
         let callee = read(&c, callee_src, callee_size)?;
         let callee =
             Principal::try_from_slice(&callee).or_else(|_| trap("call_new: callee is not a principal"))?;
@@ -478,7 +541,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         });
         Ok(())
     });
-    def!("call_on_cleanup", |mut c: Ctx<'_>, fun: i32, env: i32| {
+    def!("call_on_cleanup", |c: Ctx<'_>, fun: i32, env: i32| -> Result<(), Error> {
         match c.data_mut().exec()?.new_call.as_mut() {
             Some(call) if call.cleanup.is_none() => {
                 call.cleanup = Some((fun as u32, env as u32));
@@ -488,7 +551,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             None => trap("call_on_cleanup called without call_new"),
         }
     });
-    def!("call_data_append", |mut c: Ctx<'_>, src: i32, size: i32| {
+    def!("call_data_append", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
         let bytes = read(&c, src, size)?;
         match c.data_mut().exec()?.new_call.as_mut() {
             Some(call) => {
@@ -498,7 +561,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             None => trap("call_data_append called without call_new"),
         }
     });
-    def!("call_with_best_effort_response", |mut c: Ctx<'_>, timeout: i32| {
+    def!("call_with_best_effort_response", |c: Ctx<'_>, timeout: i32| -> Result<(), Error> {
         match c.data_mut().exec()?.new_call.as_mut() {
             Some(call) if call.timeout_seconds.is_none() => {
                 call.timeout_seconds = Some((timeout as u32).min(MAX_CALL_TIMEOUT_SECONDS));
@@ -508,7 +571,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             None => trap("call_with_best_effort_response called without call_new"),
         }
     });
-    def!("call_cycles_add128", |mut c: Ctx<'_>, high: i64, low: i64| {
+    def!("call_cycles_add128", |c: Ctx<'_>, high: i64, low: i64| -> Result<(), Error> {
         let amount = u128_of(high, low);
         let state = c.data_mut();
         let liquid = state.liquid_balance();
@@ -525,27 +588,27 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         state.exec()?.cycles_withdrawn += amount;
         Ok(())
     });
-    def!("call_perform", |mut c: Ctx<'_>| -> Result<i32, Error> { call_perform(c.data_mut()) });
-    def!("cost_call", |mut c: Ctx<'_>, method_len: i64, payload_len: i64, dst: i32| {
+    def!("call_perform", |c: Ctx<'_>| -> Result<i32, Error> { call_perform(c.data_mut()) });
+    def!("cost_call", |c: Ctx<'_>, method_len: i64, payload_len: i64, dst: i32| -> Result<(), Error> {
         write_u128(&mut c, dst, cycles::call_prepayment(method_len as u64, payload_len as u64))
     });
 
     // Stable memory.
     def!("stable64_size", |c: Ctx<'_>| -> i64 { c.data().stable.pages() as i64 });
-    def!("stable64_grow", |mut c: Ctx<'_>, pages: i64| -> i64 { c.data_mut().stable.grow(pages as u64) });
-    def!("stable64_write", |mut c: Ctx<'_>, offset: i64, src: i64, size: i64| {
+    def!("stable64_grow", |c: Ctx<'_>, pages: i64| -> i64 { c.data_mut().stable.grow(pages as u64) });
+    def!("stable64_write", |c: Ctx<'_>, offset: i64, src: i64, size: i64| -> Result<(), Error> {
         let bytes = read(&c, src as i32, size as i32)?;
         c.data_mut().stable.write(offset as u64, &bytes).map_err(|e| Error::host(CanisterTrap(e)))
     });
-    def!("stable64_read", |mut c: Ctx<'_>, dst: i64, offset: i64, size: i64| {
+    def!("stable64_read", |c: Ctx<'_>, dst: i64, offset: i64, size: i64| -> Result<(), Error> {
         let bytes =
             c.data().stable.read(offset as u64, size as u64).map_err(|e| Error::host(CanisterTrap(e)))?;
         write(&mut c, dst as i32, &bytes)
     });
 
     // Time, timers, counters.
-    def!("time", |mut c: Ctx<'_>| -> Result<i64, Error> { Ok(c.data_mut().exec()?.time as i64) });
-    def!("global_timer_set", |mut c: Ctx<'_>, timestamp: i64| -> Result<i64, Error> {
+    def!("time", |c: Ctx<'_>| -> Result<i64, Error> { Ok(c.data_mut().exec()?.time as i64) });
+    def!("global_timer_set", |c: Ctx<'_>, timestamp: i64| -> Result<i64, Error> {
         let previous = c.data().global_timer;
         let exec = c.data_mut().exec()?;
         let previous = exec.timer.unwrap_or(previous);
@@ -570,7 +633,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             None => trap(format!("env_var_name_size: no variable at index {index}")),
         }
     });
-    def!("env_var_name_copy", |mut c: Ctx<'_>, index: i32, dst: i32, off: i32, size: i32| {
+    def!("env_var_name_copy", |c: Ctx<'_>, index: i32, dst: i32, off: i32, size: i32| -> Result<(), Error> {
         let Some(name) = c.data().env_vars.keys().nth(index as u32 as usize).cloned() else {
             return trap(format!("env_var_name_copy: no variable at index {index}"));
         };
@@ -587,7 +650,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             None => trap(format!("env_var_value_size: no variable {name:?}")),
         }
     });
-    def!("env_var_value_copy", |mut c: Ctx<'_>, src: i32, size: i32, dst: i32, off: i32, len: i32| {
+    def!("env_var_value_copy", |c: Ctx<'_>, src: i32, size: i32, dst: i32, off: i32, len: i32| -> Result<(), Error> {
         let name = read_string(&c, src, size, "env_var_value_copy: name")?;
         let Some(value) = c.data().env_vars.get(&name).cloned() else {
             return trap(format!("env_var_value_copy: no variable {name:?}"));
@@ -596,7 +659,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
     });
 
     // Diagnostics.
-    def!("debug_print", |mut c: Ctx<'_>, src: i32, size: i32| {
+    def!("debug_print", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
         let text = String::from_utf8_lossy(&read(&c, src, size)?).into_owned();
         c.data_mut().debug_log.push(text);
         Ok(())

@@ -132,6 +132,26 @@ fn a_trap_rolls_back_every_effect_of_the_message() {
 }
 
 #[test]
+fn a_trap_after_many_messages_and_checkpoints_rolls_back_to_the_last_one() {
+    let mut w = world(1, 1, 0);
+    let callee = w.callees[0];
+    w.sim.update_call(w.probe, controller(), "prepare", vec![]).unwrap();
+    // Enough executions to pass several checkpoints and leave a log behind.
+    for n in 0..60 {
+        submit_fan_out(&mut w.sim, w.probe, &[record(callee, n % 7, Method::Ping, false)]);
+        w.sim.tick();
+    }
+    run_until_idle(&mut w.sim);
+    let before = probe_state(&mut w.sim, w.probe);
+    assert_eq!(before.replies, (0..60).map(|n| n % 7).sum::<u32>());
+    w.sim.update_call(w.probe, controller(), "change_everything_then_trap", callee.as_slice().to_vec()).unwrap_err();
+    assert_eq!(probe_state(&mut w.sim, w.probe), before);
+    submit_fan_out(&mut w.sim, w.probe, &[record(callee, 5, Method::Ping, false)]);
+    run_until_idle(&mut w.sim);
+    assert_eq!(probe_state(&mut w.sim, w.probe).replies, before.replies + 5, "and it goes on from there");
+}
+
+#[test]
 fn cleanup_runs_when_a_callback_traps_and_the_callback_is_rolled_back() {
     let mut w = world(1, 1, 0);
     let callee = w.callees[0];
