@@ -95,7 +95,10 @@ impl Code {
     }
 
     /// A playback instance: its imports answer from tapes.
-    pub fn instantiate_playback(store: &mut Store<Playback>, module: Rc<CompiledModule>) -> Result<Self, String> {
+    pub fn instantiate_playback(
+        store: &mut Store<Playback>,
+        module: Rc<CompiledModule>,
+    ) -> Result<Self, String> {
         let instance = module
             .playback_linker
             .instantiate_and_start(&mut *store, &module.module)
@@ -105,13 +108,19 @@ impl Code {
         Ok(code)
     }
 
-    fn from_instance(store: impl AsContext, module: Rc<CompiledModule>, instance: Instance) -> Result<Self, String> {
+    fn from_instance(
+        store: impl AsContext,
+        module: Rc<CompiledModule>,
+        instance: Instance,
+    ) -> Result<Self, String> {
         let memory = instance.get_memory(&store, MEMORY_EXPORT).ok_or("the module has no memory")?;
         let table = if module.has_table { instance.get_table(&store, TABLE_EXPORT) } else { None };
         let globals = module
             .mutable_globals
             .iter()
-            .map(|&i| instance.get_global(&store, &module::global_export(i)).expect("exported by the rewrite"))
+            .map(|&i| {
+                instance.get_global(&store, &module::global_export(i)).expect("exported by the rewrite")
+            })
             .collect();
         Ok(Self { module, instance, memory, table, globals })
     }
@@ -158,7 +167,9 @@ impl Code {
     pub fn load(&self, mut store: impl AsContextMut, snapshot: &Snapshot) {
         let missing = snapshot.memory.len() - self.memory.data_size(&store);
         if missing > 0 {
-            self.memory.grow(&mut store, (missing / 65536) as u64).expect("the snapshot's size was reached before");
+            self.memory
+                .grow(&mut store, (missing / 65536) as u64)
+                .expect("the snapshot's size was reached before");
         }
         self.memory.data_mut(store.as_context_mut()).copy_from_slice(&snapshot.memory);
         for (global, value) in self.globals.iter().zip(&snapshot.globals) {
@@ -181,9 +192,9 @@ fn describe_trap(error: Error, fuel: u64) -> CanisterTrap {
         return trap.clone();
     }
     match error.as_trap_code() {
-        Some(TrapCode::OutOfFuel) => {
-            CanisterTrap(format!("Canister exceeded the limit of {fuel} instructions for single message execution."))
-        }
+        Some(TrapCode::OutOfFuel) => CanisterTrap(format!(
+            "Canister exceeded the limit of {fuel} instructions for single message execution."
+        )),
         Some(code) => CanisterTrap(format!("Canister trapped: {code}")),
         None => CanisterTrap(format!("Canister trapped: {error}")),
     }
@@ -233,7 +244,8 @@ impl Replayer {
         let data = self.store.data_mut();
         data.tape = recorded.tape;
         data.next = 0;
-        let (_, trap) = self.code.run(&mut self.store, &recorded.entry, crate::cycles::MAX_INSTRUCTIONS_PER_MESSAGE);
+        let (_, trap) =
+            self.code.run(&mut self.store, &recorded.entry, crate::cycles::MAX_INSTRUCTIONS_PER_MESSAGE);
         trap.map_or(Ok(()), Err)
     }
 
@@ -260,7 +272,11 @@ fn playback_linker(engine: &Engine, module: &Module) -> Result<Linker<Playback>,
     Ok(linker)
 }
 
-fn play_host_call(mut caller: Caller<'_, Playback>, result: Option<ValType>, results: &mut [Val]) -> Result<(), Error> {
+fn play_host_call(
+    mut caller: Caller<'_, Playback>,
+    result: Option<ValType>,
+    results: &mut [Val],
+) -> Result<(), Error> {
     let memory = caller.data().memory.expect("set at instantiation");
     let (data, playback) = memory.data_and_store_mut(&mut caller);
     loop {

@@ -7,6 +7,7 @@
 mod canister;
 mod code;
 mod cycles;
+mod floor;
 mod message;
 mod module;
 mod sim;
@@ -15,6 +16,8 @@ mod stats;
 mod system_api;
 
 pub use canister::CanisterStatus;
+pub use code::Recorded;
+pub use floor::FloorCanister;
 pub use message::{MessageId, Reject, RejectCode};
 pub use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimBuilder, SimConfig, SimError, UPDATE_CALL_ROUND_LIMIT};
 pub use stats::CanisterStats;

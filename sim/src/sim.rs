@@ -8,7 +8,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::canister::{Canister, CanisterStatus, InstallMode, Output};
-use crate::code::{self, CompiledModule};
+use crate::code::{self, CompiledModule, Recorded};
 use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode, Response};
 use crate::stats::CanisterStats;
 use crate::system_api::ApiLimits;
@@ -121,12 +121,14 @@ pub struct Sim {
     ticks: u64,
     /// Fault injection: canisters that execute nothing before the given tick.
     paused_until: BTreeMap<Principal, u64>,
+    tracing: bool,
 }
 
 /// Builds a [`Sim`] with the given subnets.
 pub struct SimBuilder {
     subnet_ids: Vec<Principal>,
     config: SimConfig,
+    tracing: bool,
 }
 
 impl SimBuilder {
@@ -149,6 +151,13 @@ impl SimBuilder {
     /// [`ONE_SECOND_NS`] for mainnet-like time.
     pub fn with_time_step(mut self, ns: u64) -> Self {
         self.config.time_step_ns = ns;
+        self
+    }
+
+    /// Keeps every committed execution of every canister, for
+    /// [`Sim::take_trace`] (the benchmark's floor replays them).
+    pub fn with_tracing(mut self) -> Self {
+        self.tracing = true;
         self
     }
 
@@ -182,13 +191,14 @@ impl SimBuilder {
             time: self.config.start_time_ns,
             ticks: 0,
             paused_until: BTreeMap::new(),
+            tracing: self.tracing,
         }
     }
 }
 
 impl Sim {
     pub fn builder() -> SimBuilder {
-        SimBuilder { subnet_ids: vec![], config: SimConfig::default() }
+        SimBuilder { subnet_ids: vec![], config: SimConfig::default(), tracing: false }
     }
 
     pub fn config(&self) -> &SimConfig {
@@ -256,8 +266,9 @@ impl Sim {
         let id = Principal::from_slice(&bytes);
         s.canisters.insert(id);
         let limits = ApiLimits { queue_capacity: self.config.queue_capacity };
-        let canister =
+        let mut canister =
             Canister::new(&self.engine, id, subnet, controllers, self.config.initial_cycles, limits);
+        canister.trace = self.tracing.then(Vec::new);
         self.canisters.insert(id, canister);
         Ok(id)
     }
@@ -385,6 +396,18 @@ impl Sim {
 
     pub fn stats(&self, id: Principal) -> Result<&CanisterStats, SimError> {
         Ok(&self.canister(id)?.stats)
+    }
+
+    /// The committed executions of a canister since it was created (or since
+    /// the last call), if the simulator was built `with_tracing`.
+    pub fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError> {
+        let canister =
+            self.canisters.get_mut(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))?;
+        canister
+            .trace
+            .as_mut()
+            .map(std::mem::take)
+            .ok_or_else(|| SimError("the simulator was built without tracing".into()))
     }
 
     /// Calls from `caller` to `callee` that hold a request slot: performed,

@@ -204,7 +204,10 @@ type Ctx<'a> = Caller<'a, SystemState>;
 /// tape reproduces its execution exactly, without the system state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TapeEvent {
-    Write { dst: u32, bytes: Vec<u8> },
+    Write {
+        dst: u32,
+        bytes: Vec<u8>,
+    },
     /// Ends every host call; the value is 0 for functions without a result.
     Return(i64),
 }
@@ -520,7 +523,8 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
                       reply_fun: i32,
                       reply_env: i32,
                       reject_fun: i32,
-                      reject_env: i32| -> Result<(), Error> {
+                      reject_env: i32|
+     -> Result<(), Error> {
         let callee = read(&c, callee_src, callee_size)?;
         let callee =
             Principal::try_from_slice(&callee).or_else(|_| trap("call_new: callee is not a principal"))?;
@@ -650,7 +654,13 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             None => trap(format!("env_var_value_size: no variable {name:?}")),
         }
     });
-    def!("env_var_value_copy", |c: Ctx<'_>, src: i32, size: i32, dst: i32, off: i32, len: i32| -> Result<(), Error> {
+    def!("env_var_value_copy", |c: Ctx<'_>,
+                                src: i32,
+                                size: i32,
+                                dst: i32,
+                                off: i32,
+                                len: i32|
+     -> Result<(), Error> {
         let name = read_string(&c, src, size, "env_var_value_copy: name")?;
         let Some(value) = c.data().env_vars.get(&name).cloned() else {
             return trap(format!("env_var_value_copy: no variable {name:?}"));

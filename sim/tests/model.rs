@@ -144,7 +144,9 @@ fn a_trap_after_many_messages_and_checkpoints_rolls_back_to_the_last_one() {
     run_until_idle(&mut w.sim);
     let before = probe_state(&mut w.sim, w.probe);
     assert_eq!(before.replies, (0..60).map(|n| n % 7).sum::<u32>());
-    w.sim.update_call(w.probe, controller(), "change_everything_then_trap", callee.as_slice().to_vec()).unwrap_err();
+    w.sim
+        .update_call(w.probe, controller(), "change_everything_then_trap", callee.as_slice().to_vec())
+        .unwrap_err();
     assert_eq!(probe_state(&mut w.sim, w.probe), before);
     submit_fan_out(&mut w.sim, w.probe, &[record(callee, 5, Method::Ping, false)]);
     run_until_idle(&mut w.sim);

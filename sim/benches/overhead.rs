@@ -1,0 +1,92 @@
+//! What the simulator costs beyond the wasm it runs.
+//!
+//! Runs cross-subnet `sequential_calls(2000)` and `parallel_calls(2000)` on
+//! the simulator, recording every execution, then replays the same
+//! executions through the bare wasm engine (the floor: the same modules,
+//! every `ic0` call answered from the recording, nothing else). Reports both
+//! wall times from the same run and their ratio, the simulator's overhead.
+//!
+//!     cargo bench -p sim --bench overhead
+
+use candid::{Principal, decode_one, encode_one};
+use sim::{FloorCanister, Sim};
+use std::time::{Duration, Instant};
+
+const REPEAT: usize = 5;
+
+struct Measured {
+    rounds: u64,
+    executions: usize,
+    simulator: Duration,
+    floor: Duration,
+}
+
+fn measure(method: &str, n: u64, succeeded: u64, wasms: &canister_wasm::CanisterWasms) -> Measured {
+    let controller = Principal::self_authenticating(b"overhead bench");
+    let mut sim = Sim::builder().with_subnet().with_subnet().with_tracing().build();
+    let caller = sim.create_canister(0, vec![controller]).unwrap();
+    let callee = sim.create_canister(1, vec![controller]).unwrap();
+    let no_arg = candid::encode_args(()).unwrap();
+    sim.install_canister(caller, &wasms.caller, no_arg.clone(), controller).unwrap();
+    sim.install_canister(callee, &wasms.callee, no_arg, controller).unwrap();
+    sim.update_call(caller, controller, "setup_callee", encode_one(callee).unwrap()).unwrap();
+    // Executions so far are set-up: replayed, but not timed, on the floor.
+    let setup = [caller, callee].map(|c| sim.take_trace(c).unwrap());
+
+    let started = Instant::now();
+    let ticks_before = sim.ticks();
+    let message = sim.submit_call(caller, controller, method, encode_one(n).unwrap()).unwrap();
+    let reply = loop {
+        sim.tick();
+        if let Some(reply) = sim.ingress_status(message) {
+            break reply.unwrap();
+        }
+    };
+    let simulator = started.elapsed();
+    assert_eq!(decode_one::<u64>(&reply).unwrap(), succeeded, "{method}({n})");
+    let rounds = sim.ticks() - ticks_before;
+
+    let runs = [caller, callee].map(|c| sim.take_trace(c).unwrap());
+    let executions = runs.iter().map(Vec::len).sum();
+    let mut floors: Vec<FloorCanister> = [&wasms.caller, &wasms.callee]
+        .into_iter()
+        .zip(setup.into_iter().zip(runs))
+        .map(|(wasm, (setup, run))| {
+            let setup_len = setup.len();
+            let mut floor = FloorCanister::new(wasm, [setup, run].concat()).unwrap();
+            floor.replay(setup_len).unwrap();
+            floor
+        })
+        .collect();
+    let started = Instant::now();
+    for floor in &mut floors {
+        floor.replay(floor.remaining()).unwrap();
+    }
+    let floor = started.elapsed();
+    Measured { rounds, executions, simulator, floor }
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn main() {
+    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
+    println!("engine: sim; cross-subnet; median of {REPEAT} runs; wall times measured in this run");
+    println!("| run | rounds | executions | simulator | floor (bare wasm replay) | overhead |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    // The 500-slot queue lets 500 of the 2000 parallel calls through.
+    for (method, n, succeeded) in [("sequential_calls", 2000, 2000), ("parallel_calls", 2000, 500)] {
+        let runs: Vec<Measured> = (0..REPEAT).map(|_| measure(method, n, succeeded, &wasms)).collect();
+        let simulator = median(runs.iter().map(|m| m.simulator).collect());
+        let floor = median(runs.iter().map(|m| m.floor).collect());
+        let (rounds, executions) = (runs[0].rounds, runs[0].executions);
+        println!(
+            "| {method}({n}) | {rounds} | {executions} | {:.1} ms | {:.1} ms | {:.2}x |",
+            simulator.as_secs_f64() * 1e3,
+            floor.as_secs_f64() * 1e3,
+            simulator.as_secs_f64() / floor.as_secs_f64()
+        );
+    }
+}
