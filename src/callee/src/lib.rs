@@ -1,13 +1,40 @@
 //! The callee canister: the target of the caller's fan-out.
 
+use std::cell::Cell;
+
+thread_local! {
+    /// Pings acknowledged since installation (diagnostic; not kept across upgrades).
+    static PINGS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn acknowledge(pings: u64) {
+    PINGS.with(|p| p.set(p.get() + pings));
+}
+
 #[ic_cdk::update]
-fn ping() {}
+fn ping() {
+    acknowledge(1);
+}
+
+/// Acknowledges a batch of pings in one call, with one result per ping in
+/// the request's order (as ICRC-4 batch methods answer). The values are
+/// nonces, reserved for idempotent retries.
+#[ic_cdk::update]
+fn ping_batch(pings: Vec<u64>) -> Vec<bool> {
+    acknowledge(pings.len() as u64);
+    vec![true; pings.len()]
+}
+
+#[ic_cdk::query]
+fn pings_received() -> u64 {
+    PINGS.with(Cell::get)
+}
 
 ic_cdk::export_candid!();
 
 #[cfg(test)]
 mod candid_interface {
-    use candid_parser::utils::{CandidSource, service_equal};
+    use candid_parser::utils::{CandidSource, service_compatible, service_equal};
 
     #[test]
     fn callee_did_matches_the_code() {
@@ -15,5 +42,14 @@ mod candid_interface {
         let exported = super::__export_service();
         service_equal(CandidSource::Text(declared), CandidSource::Text(&exported))
             .unwrap_or_else(|e| panic!("callee.did differs from the code: {e}\n{exported}"));
+    }
+
+    /// Callers written against an earlier release keep working.
+    #[test]
+    fn callee_did_is_compatible_with_every_frozen_release() {
+        let current = include_str!("../callee.did");
+        let frozen = include_str!("../frozen/v0.1.0.did");
+        service_compatible(CandidSource::Text(current), CandidSource::Text(frozen))
+            .unwrap_or_else(|e| panic!("callee.did breaks callers of v0.1.0: {e}"));
     }
 }

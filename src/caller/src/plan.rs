@@ -1,0 +1,283 @@
+//! A plan (how to fan out, and how much) and its report (what happened).
+//! Plain data and rules, unit-tested natively; `lib.rs` runs plans.
+
+use candid::{CandidType, Deserialize, Nat, Principal};
+use std::collections::BTreeMap;
+
+use crate::guards::{self, CallCount};
+
+/// The most pings one batched call may carry.
+pub const MAX_BATCH: u64 = 1_000;
+/// The most callees one plan may spread over.
+pub const MAX_CALLEES: usize = 16;
+
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// One call at a time.
+    #[serde(rename = "sequential")]
+    Sequential,
+    /// Every call at once.
+    #[serde(rename = "parallel")]
+    Parallel,
+    /// At most `k` calls in flight; a new one starts as soon as any answers.
+    #[serde(rename = "bounded")]
+    Bounded,
+    /// `k` pings per call, all calls at once.
+    #[serde(rename = "batched")]
+    Batched,
+}
+
+/// Bounded-wait (best-effort response, 300 s timeout) or unbounded-wait
+/// (guaranteed response) calls.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Wait {
+    #[default]
+    #[serde(rename = "bounded")]
+    Bounded,
+    #[serde(rename = "unbounded")]
+    Unbounded,
+}
+
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub strategy: Strategy,
+    /// Pings to deliver.
+    pub n: u64,
+    /// The window (`bounded`) or batch size (`batched`).
+    pub k: Option<u64>,
+    pub wait: Option<Wait>,
+    /// Callees to spread the calls over, round-robin; default: the callee.
+    pub callees: Option<Vec<Principal>>,
+}
+
+/// A plan that passed [`validate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidPlan {
+    pub strategy: Strategy,
+    pub n: CallCount,
+    /// 1 for `sequential` and `parallel`.
+    pub k: u64,
+    pub wait: Wait,
+    pub callees: Vec<Principal>,
+}
+
+/// Checks a plan before any call is made. `default_callee` is consulted
+/// only when the plan names no callees.
+pub fn validate(
+    plan: Plan,
+    default_callee: impl FnOnce() -> Result<Principal, String>,
+    this_canister: Principal,
+) -> Result<ValidPlan, String> {
+    let n = CallCount::new(plan.n)?;
+    let k = match (plan.strategy, plan.k) {
+        (_, Some(0)) => return Err("k = 0: k must be at least 1".into()),
+        (Strategy::Bounded, None) => {
+            return Err("bounded needs k, the most calls in flight (1 or more)".into());
+        }
+        (Strategy::Batched, None) => {
+            return Err(format!("batched needs k, the pings per call (1 to {MAX_BATCH})"));
+        }
+        (Strategy::Batched, Some(k)) if k > MAX_BATCH => {
+            return Err(format!("k = {k} pings per call is more than the maximum of {MAX_BATCH}"));
+        }
+        (Strategy::Bounded | Strategy::Batched, Some(k)) => k,
+        (Strategy::Sequential | Strategy::Parallel, Some(k)) => {
+            return Err(format!(
+                "k = {k} applies to bounded and batched only; leave it out for {:?}",
+                plan.strategy
+            ));
+        }
+        (Strategy::Sequential | Strategy::Parallel, None) => 1,
+    };
+    let callees = match plan.callees {
+        None => vec![default_callee()?],
+        Some(callees) if callees.is_empty() => {
+            return Err("callees is empty: name at least one callee, or leave it out".into());
+        }
+        Some(callees) if callees.len() > MAX_CALLEES => {
+            return Err(format!("{} callees is more than the maximum of {MAX_CALLEES}", callees.len()));
+        }
+        Some(callees) => {
+            callees.into_iter().map(|c| guards::check_callee(c, this_canister)).collect::<Result<_, _>>()?
+        }
+    };
+    Ok(ValidPlan { strategy: plan.strategy, n, k, wait: plan.wait.unwrap_or_default(), callees })
+}
+
+/// Why a call failed: not performed (`CallPerformFailed`,
+/// `InsufficientLiquidCycleBalance`), rejected (one kind per reject code), or
+/// answered with something that is not the expected reply.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FailureKind {
+    CallPerformFailed,
+    InsufficientLiquidCycleBalance,
+    SysFatal,
+    SysTransient,
+    DestinationInvalid,
+    CanisterReject,
+    CanisterError,
+    SysUnknown,
+    /// A reject code this version does not know.
+    OtherReject,
+    CandidDecodeFailed,
+}
+
+impl FailureKind {
+    pub fn from_reject_code(code: u32) -> Self {
+        match code {
+            1 => Self::SysFatal,
+            2 => Self::SysTransient,
+            3 => Self::DestinationInvalid,
+            4 => Self::CanisterReject,
+            5 => Self::CanisterError,
+            6 => Self::SysUnknown,
+            _ => Self::OtherReject,
+        }
+    }
+}
+
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct FailureCount {
+    pub kind: FailureKind,
+    pub count: u64,
+}
+
+/// What a run of a plan did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// Pings the plan asked for.
+    pub requested: u64,
+    /// Pings the callees acknowledged.
+    pub succeeded: u64,
+    /// Inter-canister calls attempted (a batched call carries several pings).
+    pub calls: u64,
+    /// Failed calls by kind.
+    pub failures: Vec<FailureCount>,
+    /// Calls made again after a failure.
+    pub retries: u64,
+    /// The most calls performed and not yet answered at any one time.
+    pub peak_in_flight: u64,
+    /// Instructions of the whole call context (`call_context_instruction_counter`).
+    pub instructions: u64,
+    /// Cycles the run cost: the balance before it minus the balance after.
+    pub cycles_spent: Nat,
+    /// IC time from the start of the run to its end.
+    pub time_elapsed_ns: u64,
+}
+
+/// Counts as the calls of a run complete.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub succeeded: u64,
+    pub calls: u64,
+    pub failures: BTreeMap<FailureKind, u64>,
+    pub peak_in_flight: u64,
+}
+
+impl Tally {
+    /// One call's outcome: the pings it had acknowledged, or why it failed.
+    pub fn record(&mut self, outcome: Result<u64, FailureKind>) {
+        self.calls += 1;
+        match outcome {
+            Ok(acknowledged) => self.succeeded += acknowledged,
+            Err(kind) => *self.failures.entry(kind).or_default() += 1,
+        }
+    }
+
+    pub fn failures(&self) -> Vec<FailureCount> {
+        self.failures.iter().map(|(&kind, &count)| FailureCount { kind, count }).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(byte: u8) -> Principal {
+        Principal::from_slice(&[byte; 10])
+    }
+
+    fn plan(strategy: Strategy, n: u64, k: Option<u64>) -> Plan {
+        Plan { strategy, n, k, wait: None, callees: None }
+    }
+
+    fn check(p: Plan) -> Result<ValidPlan, String> {
+        validate(p, || Ok(principal(2)), principal(1))
+    }
+
+    #[test]
+    fn defaults_are_the_stored_callee_and_bounded_wait() {
+        let v = check(plan(Strategy::Parallel, 10, None)).unwrap();
+        assert_eq!((v.k, v.wait, v.callees), (1, Wait::Bounded, vec![principal(2)]));
+    }
+
+    #[test]
+    fn k_is_required_where_it_means_something_and_refused_elsewhere() {
+        assert!(check(plan(Strategy::Bounded, 10, None)).unwrap_err().contains("bounded needs k"));
+        assert!(check(plan(Strategy::Batched, 10, None)).unwrap_err().contains("batched needs k"));
+        assert!(
+            check(plan(Strategy::Sequential, 10, Some(3))).unwrap_err().contains("bounded and batched only")
+        );
+        assert_eq!(check(plan(Strategy::Bounded, 10, Some(3))).unwrap().k, 3);
+    }
+
+    #[test]
+    fn k_zero_and_oversized_batches_are_refused() {
+        for s in [Strategy::Sequential, Strategy::Parallel, Strategy::Bounded, Strategy::Batched] {
+            assert!(check(plan(s, 10, Some(0))).unwrap_err().contains("k = 0"));
+        }
+        let err = check(plan(Strategy::Batched, 10, Some(MAX_BATCH + 1))).unwrap_err();
+        assert!(err.contains(&MAX_BATCH.to_string()), "{err}");
+    }
+
+    #[test]
+    fn n_over_the_maximum_is_refused() {
+        assert!(
+            check(plan(Strategy::Parallel, guards::MAX_CALLS + 1, None)).unwrap_err().contains("maximum")
+        );
+    }
+
+    #[test]
+    fn callees_are_checked_and_the_default_is_not_consulted_when_given() {
+        let mut p = plan(Strategy::Parallel, 10, None);
+        p.callees = Some(vec![principal(3), principal(4)]);
+        let v = validate(p.clone(), || panic!("consulted"), principal(1)).unwrap();
+        assert_eq!(v.callees, vec![principal(3), principal(4)]);
+        p.callees = Some(vec![]);
+        assert!(check(p.clone()).unwrap_err().contains("callees is empty"));
+        p.callees = Some(vec![principal(1)]);
+        assert!(check(p.clone()).unwrap_err().contains("itself"));
+        p.callees = Some(vec![principal(3); MAX_CALLEES + 1]);
+        assert!(check(p).unwrap_err().contains("maximum of 16"));
+    }
+
+    #[test]
+    fn without_any_callee_the_documented_message() {
+        let err = validate(plan(Strategy::Parallel, 1, None), || Err("callee not set".into()), principal(1));
+        assert_eq!(err.unwrap_err(), "callee not set");
+    }
+
+    #[test]
+    fn reject_codes_map_to_kinds() {
+        assert_eq!(FailureKind::from_reject_code(3), FailureKind::DestinationInvalid);
+        assert_eq!(FailureKind::from_reject_code(6), FailureKind::SysUnknown);
+        assert_eq!(FailureKind::from_reject_code(99), FailureKind::OtherReject);
+    }
+
+    #[test]
+    fn the_tally_counts_pings_calls_and_failures_by_kind() {
+        let mut t = Tally::default();
+        t.record(Ok(5));
+        t.record(Err(FailureKind::CallPerformFailed));
+        t.record(Err(FailureKind::CallPerformFailed));
+        t.record(Err(FailureKind::SysUnknown));
+        assert_eq!((t.succeeded, t.calls), (5, 4));
+        assert_eq!(
+            t.failures(),
+            vec![
+                FailureCount { kind: FailureKind::CallPerformFailed, count: 2 },
+                FailureCount { kind: FailureKind::SysUnknown, count: 1 }
+            ]
+        );
+    }
+}
