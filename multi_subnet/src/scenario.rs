@@ -2,8 +2,10 @@
 //! one fan-out of `n` pings per run.
 
 use anyhow::{Context, Result, bail};
-use candid::{Principal, decode_one, encode_one};
+use caller::plan::{Plan, Report};
+use candid::{CandidType, Principal, decode_one, encode_one};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use std::time::{Duration, Instant};
 
 use crate::engines::Engine;
@@ -66,12 +68,19 @@ pub fn controller() -> Principal {
     Principal::self_authenticating(b"multi_subnet harness controller")
 }
 
-/// A caller wired to a callee.
-#[derive(Clone, Copy, Debug)]
+/// A caller wired to its callees (the first is the one `setup_callee` stored).
+#[derive(Clone, Debug)]
 pub struct Deployment {
     pub topology: Topology,
     pub caller: Principal,
-    pub callee: Principal,
+    pub callees: Vec<Principal>,
+}
+
+impl Deployment {
+    /// The callee the example's endpoints call.
+    pub fn callee(&self) -> Principal {
+        self.callees[0]
+    }
 }
 
 /// Generous: a sequential cross-subnet run needs n + 1 rounds.
@@ -87,16 +96,30 @@ pub enum CallerSubnet {
     Higher,
 }
 
-/// Creates and installs both canisters and calls `setup_callee`; across
-/// subnets the caller goes on the subnet with the lower id.
+/// Where the canisters go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub caller_subnet: CallerSubnet,
+    /// Callees, all on the callee subnet.
+    pub callees: usize,
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Self { caller_subnet: CallerSubnet::Lower, callees: 1 }
+    }
+}
+
+/// Creates and installs a caller and a callee and calls `setup_callee`;
+/// across subnets the caller goes on the subnet with the lower id.
 pub fn deploy(engine: &mut dyn Engine, topology: Topology, wasms: &CanisterWasms) -> Result<Deployment> {
-    deploy_placed(engine, topology, CallerSubnet::Lower, wasms)
+    deploy_placed(engine, topology, Placement::default(), wasms)
 }
 
 pub fn deploy_placed(
     engine: &mut dyn Engine,
     topology: Topology,
-    caller_subnet: CallerSubnet,
+    placement: Placement,
     wasms: &CanisterWasms,
 ) -> Result<Deployment> {
     if engine.subnet_count() < topology.subnets() {
@@ -104,20 +127,43 @@ pub fn deploy_placed(
     }
     let controller = controller();
     let higher = topology.subnets() - 1;
-    let (caller_subnet, callee_subnet) = match caller_subnet {
+    let (caller_subnet, callee_subnet) = match placement.caller_subnet {
         CallerSubnet::Lower => (0, higher),
         CallerSubnet::Higher => (higher, 0),
     };
     let caller = engine.create_canister(caller_subnet, controller)?;
-    let callee = engine.create_canister(callee_subnet, controller)?;
     engine.install(caller, &wasms.caller, controller).context("installing the caller")?;
-    engine.install(callee, &wasms.callee, controller).context("installing the callee")?;
-    let setup =
-        rounds::execute(engine, caller, controller, "setup_callee", encode_one(callee)?, round_limit(1))?;
-    if let Err(reject) = setup.outcome {
-        bail!("setup_callee was rejected: {reject}");
+    let mut callees = vec![];
+    for _ in 0..placement.callees.max(1) {
+        let callee = engine.create_canister(callee_subnet, controller)?;
+        engine.install(callee, &wasms.callee, controller).context("installing a callee")?;
+        callees.push(callee);
     }
-    Ok(Deployment { topology, caller, callee })
+    let deployment = Deployment { topology, caller, callees };
+    call_caller::<()>(engine, &deployment, "setup_callee", encode_one(deployment.callee())?, round_limit(1))?;
+    Ok(deployment)
+}
+
+/// A call to the caller canister, its decoded reply, and what it took.
+struct Answered<T> {
+    reply: T,
+    rounds: RoundsToComplete,
+    wall: Duration,
+}
+
+fn call_caller<T: CandidType + DeserializeOwned>(
+    engine: &mut dyn Engine,
+    deployment: &Deployment,
+    method: &str,
+    arg: Vec<u8>,
+    limit: RoundLimit,
+) -> Result<Answered<T>> {
+    let started = Instant::now();
+    let done = rounds::execute(engine, deployment.caller, controller(), method, arg, limit)?;
+    let wall = started.elapsed();
+    let reply = done.outcome.map_err(|reject| anyhow::anyhow!("the caller rejected {method}: {reject}"))?;
+    let reply = decode_one(&reply).with_context(|| format!("decoding the reply of {method}"))?;
+    Ok(Answered { reply, rounds: done.rounds, wall })
 }
 
 /// One fan-out of `calls` pings and what it took.
@@ -140,18 +186,31 @@ fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error
 /// decoded from the caller's reply.
 pub fn run(engine: &mut dyn Engine, deployment: &Deployment, strategy: Strategy, calls: u64) -> Result<Run> {
     let method = strategy.method();
-    let started = Instant::now();
-    let done = rounds::execute(
-        engine,
-        deployment.caller,
-        controller(),
-        method,
-        encode_one(calls)?,
-        round_limit(calls),
-    )?;
-    let wall = started.elapsed();
-    let reply =
-        done.outcome.map_err(|reject| anyhow::anyhow!("the caller rejected {method}({calls}): {reject}"))?;
-    let succeeded: u64 = decode_one(&reply).with_context(|| format!("decoding the reply of {method}"))?;
-    Ok(Run { strategy, topology: deployment.topology, calls, succeeded, rounds: done.rounds, wall })
+    let arg = encode_one(calls)?;
+    let answered = call_caller::<u64>(engine, deployment, method, arg, round_limit(calls))
+        .with_context(|| format!("{method}({calls})"))?;
+    Ok(Run {
+        strategy,
+        topology: deployment.topology,
+        calls,
+        succeeded: answered.reply,
+        rounds: answered.rounds,
+        wall: answered.wall,
+    })
+}
+
+/// A plan's report, as the caller made it, and what running it took.
+#[derive(Clone, Debug)]
+pub struct PlanRun {
+    pub report: Report,
+    pub rounds: RoundsToComplete,
+    pub wall: Duration,
+}
+
+/// Runs `plan` with `run_plan`.
+pub fn run_plan(engine: &mut dyn Engine, deployment: &Deployment, plan: &Plan) -> Result<PlanRun> {
+    let answered =
+        call_caller::<Report>(engine, deployment, "run_plan", encode_one(plan)?, round_limit(plan.n))
+            .with_context(|| format!("run_plan({:?}, n = {})", plan.strategy, plan.n))?;
+    Ok(PlanRun { report: answered.reply, rounds: answered.rounds, wall: answered.wall })
 }

@@ -19,7 +19,7 @@ fn trace() -> String {
             out +=
                 &format!("{topology:?} {strategy:?} {calls}: {} in {} rounds\n", run.succeeded, run.rounds.0);
         }
-        for canister in [d.caller, d.callee] {
+        for canister in [d.caller, d.callee()] {
             let sim = engine.sim();
             out += &format!("{:?} {}\n", sim.stats(canister).unwrap(), sim.cycle_balance(canister).unwrap());
         }

@@ -7,7 +7,7 @@ use multi_subnet::engines::Engine;
 use multi_subnet::engines::pocket_ic::PocketIcEngine;
 use multi_subnet::engines::pocket_ic_server;
 use multi_subnet::engines::sim::SimEngine;
-use multi_subnet::scenario::{self, CallerSubnet, Deployment, Run, Strategy, Topology};
+use multi_subnet::scenario::{self, CallerSubnet, Deployment, Placement, Run, Strategy, Topology};
 
 /// The example's "100 vs 2000" on one subnet: everything succeeds except
 /// parallel 2000, which hits the 500-slot queue to the callee.
@@ -40,7 +40,9 @@ fn suite_placed<E: Engine>(
     mut observe: impl FnMut(&E, &Deployment, &Run),
 ) -> Vec<Run> {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
-    let deployment = scenario::deploy_placed(engine, topology, caller_subnet, &wasms).expect("deploys");
+    let deployment =
+        scenario::deploy_placed(engine, topology, Placement { caller_subnet, callees: 1 }, &wasms)
+            .expect("deploys");
     let mut runs = vec![];
     for &(strategy, calls, expected) in cases {
         let run = scenario::run(engine, &deployment, strategy, calls).expect("the run completes");
@@ -58,7 +60,7 @@ fn agrees_with_the_engine() -> impl FnMut(&SimEngine, &Deployment, &Run) {
     move |engine, deployment, run| {
         pings += run.succeeded;
         refused += run.calls - run.succeeded;
-        let callee = engine.sim().stats(deployment.callee).unwrap();
+        let callee = engine.sim().stats(deployment.callee()).unwrap();
         let caller = engine.sim().stats(deployment.caller).unwrap();
         assert_eq!(callee.executions_of("ping"), pings, "pings executed == succeeded");
         assert_eq!(caller.calls_refused, refused, "refused call_performs == calls - succeeded");

@@ -65,7 +65,8 @@ struct Callback {
     prepayment: u128,
     /// Method name and argument sizes, for the call's actual cost.
     request_bytes: (u64, u64),
-    /// Bounded-wait calls: the IC time (ns) after which the caller stops waiting.
+    /// Bounded-wait calls: the IC time (whole seconds) after which the
+    /// caller stops waiting.
     deadline: Option<u64>,
     /// The deadline passed: a `SYS_UNKNOWN` reject is on its way, and the
     /// real response, should it come, is dropped.
@@ -74,6 +75,8 @@ struct Callback {
 
 /// Withdrawn before a message executes, for its largest possible
 /// execution; what it did not use is refunded afterwards.
+const ONE_SECOND: u64 = 1_000_000_000;
+
 const MESSAGE_PREPAYMENT: u128 = cycles::execution_cost(cycles::MAX_INSTRUCTIONS_PER_MESSAGE);
 
 /// What executing a message sends out.
@@ -193,22 +196,23 @@ impl Canister {
     }
 
     /// Whether anything waits to execute at `time`.
-    pub fn has_work(&self, time: u64) -> bool {
-        !self.queue.is_empty() || self.timer_due(time)
+    /// Whether anything waits to execute at `time`; the global timer only
+    /// counts where `timers` (a round's first iteration).
+    pub fn has_work(&self, time: u64, timers: bool) -> bool {
+        !self.queue.is_empty() || (timers && self.timer_due(time))
     }
 
     /// Bounded-wait calls whose deadline `time` has passed get a
-    /// `SYS_UNKNOWN` reject in place of their response.
+    /// `SYS_UNKNOWN` reject in place of their response. As in the replica,
+    /// deadlines are whole seconds and expire once `deadline < now`.
     pub fn expire_callbacks(&mut self, time: u64) {
+        let now = time / ONE_SECOND;
         for (&id, callback) in self.callbacks.iter_mut() {
-            if callback.expired || callback.deadline.is_none_or(|deadline| time <= deadline) {
+            if callback.expired || callback.deadline.is_none_or(|deadline| now <= deadline) {
                 continue;
             }
             callback.expired = true;
-            let payload = Payload::reject(
-                RejectCode::SysUnknown,
-                "the call's deadline expired before its response arrived",
-            );
+            let payload = Payload::reject(RejectCode::SysUnknown, "Call deadline has expired.");
             self.queue.push_back(Message::Response(Response {
                 originator: self.id,
                 callback: id,
@@ -389,8 +393,8 @@ impl Canister {
     // ----- Messages -----
 
     /// Executes the due global timer, or else the next message in the queue.
-    pub fn execute_next(&mut self, time: u64) -> Vec<Output> {
-        if self.timer_due(time) {
+    pub fn execute_next(&mut self, time: u64, timers: bool) -> Vec<Output> {
+        if timers && self.timer_due(time) {
             self.store.data_mut().global_timer = 0;
             return self.execute_timer(time);
         }
@@ -604,7 +608,7 @@ impl Canister {
                     cleanup: call.cleanup,
                     prepayment: performed.prepayment,
                     request_bytes: (call.method.len() as u64, call.arg.len() as u64),
-                    deadline: call.timeout_seconds.map(|s| exec.time + u64::from(s) * 1_000_000_000),
+                    deadline: call.timeout_seconds.map(|s| exec.time / ONE_SECOND + u64::from(s)),
                     expired: false,
                 },
             );

@@ -534,15 +534,19 @@ impl Sim {
             self.deliver(subnet, message);
         }
         let limits = self.config.round_limits;
-        let start_limit = limits.max_instructions_per_round - limits.max_instructions_per_slice;
+        // A message may start while the round has used at most this much
+        // (the replica's `max_instructions_per_round - max_slice + 1`).
+        let start_limit = limits.max_instructions_per_round - limits.max_instructions_per_slice + 1;
         let finalization =
             limits.overhead_per_canister_for_finalization * self.subnets[subnet].canisters.len() as u64;
         let mut used = 0;
+        // Timers are looked at in a round's first iteration only.
+        let mut timers = true;
         while used < start_limit {
             let active: Vec<Principal> = self.subnets[subnet]
                 .canisters
                 .iter()
-                .filter(|id| self.canisters[id].has_work(time) && !self.is_paused(id))
+                .filter(|id| self.canisters[id].has_work(time, timers) && !self.is_paused(id))
                 .copied()
                 .collect();
             if active.is_empty() {
@@ -558,11 +562,12 @@ impl Sim {
                         break;
                     }
                     let before = canister.stats.instructions;
-                    outputs.extend(canister.execute_next(time));
+                    outputs.extend(canister.execute_next(time, timers));
                     used += canister.stats.instructions - before + limits.overhead_per_execution;
                 }
             }
             used += finalization;
+            timers = false;
             for output in outputs {
                 self.route(subnet, output);
             }

@@ -111,8 +111,14 @@ mod tests {
         capacity: usize,
         in_flight: Rc<Cell<usize>>,
         performed: Rc<Cell<u64>>,
-        /// Calls waiting for their answer: (call index, waker, answered).
-        waiting: Rc<RefCell<Vec<(u64, Waker, Rc<Cell<bool>>)>>>,
+        waiting: Rc<RefCell<Vec<Waiting>>>,
+    }
+
+    /// A performed call waiting for its answer.
+    struct Waiting {
+        index: u64,
+        waker: Waker,
+        answered: Rc<Cell<bool>>,
     }
 
     impl FakePlatform {
@@ -132,7 +138,8 @@ mod tests {
                     performed = true;
                     p.in_flight.set(p.in_flight.get() + 1);
                     p.performed.set(p.performed.get() + 1);
-                    p.waiting.borrow_mut().push((i, cx.waker().clone(), answered.clone()));
+                    let waiting = Waiting { index: i, waker: cx.waker().clone(), answered: answered.clone() };
+                    p.waiting.borrow_mut().push(waiting);
                     return Poll::Pending;
                 }
                 if answered.get() {
@@ -147,10 +154,10 @@ mod tests {
         /// Answers the waiting call that `pick` chooses among the indices.
         fn answer(&self, pick: impl Fn(&[u64]) -> usize) {
             let mut waiting = self.waiting.borrow_mut();
-            let indices: Vec<u64> = waiting.iter().map(|w| w.0).collect();
-            let (_, waker, answered) = waiting.remove(pick(&indices));
-            answered.set(true);
-            waker.wake();
+            let indices: Vec<u64> = waiting.iter().map(|w| w.index).collect();
+            let chosen = waiting.remove(pick(&indices));
+            chosen.answered.set(true);
+            chosen.waker.wake();
         }
     }
 

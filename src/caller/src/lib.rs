@@ -3,7 +3,7 @@
 
 mod fan_out;
 mod guards;
-mod plan;
+pub mod plan;
 
 use candid::Principal;
 use ic_cdk::api::{
@@ -16,7 +16,8 @@ use ic_stable_structures::{DefaultMemoryImpl, StableCell};
 use std::cell::RefCell;
 
 use guards::CALLEE_ENV_VAR;
-use plan::{FailureKind, Plan, Report, Strategy, ValidPlan, Wait};
+use plan::{FailureKind, PingBatch, Plan, Report, Strategy, ValidPlan, Wait};
+use serde_bytes::ByteBuf;
 
 type Memory = VirtualMemory<DefaultMemoryImpl>;
 
@@ -68,9 +69,10 @@ async fn ping(callee: Principal, wait: Wait, batch: Option<u64>) -> Result<u64, 
     match batch {
         None => call.await.map(|_| 1).map_err(|e| classify(&e)),
         Some(pings) => {
-            let response = call.with_arg(vec![0u64; pings as usize]).await.map_err(|e| classify(&e))?;
-            let acknowledged: Vec<bool> = response.candid().map_err(|_| FailureKind::CandidDecodeFailed)?;
-            Ok(acknowledged.iter().filter(|&&ok| ok).count() as u64)
+            let batch = PingBatch { first_nonce: 0, count: pings as u32 };
+            let response = call.with_arg(batch).await.map_err(|e| classify(&e))?;
+            let results: ByteBuf = response.candid().map_err(|_| FailureKind::CandidDecodeFailed)?;
+            Ok(results.iter().filter(|&&r| r == plan::ACKNOWLEDGED).count() as u64)
         }
     }
 }

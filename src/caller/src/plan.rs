@@ -8,6 +8,17 @@ use crate::guards::{self, CallCount};
 
 /// The most pings one batched call may carry.
 pub const MAX_BATCH: u64 = 1_000;
+/// The callee's `ping_batch` argument: pings `first_nonce`, `first_nonce +
+/// 1`, ... (`count` of them). It answers with one byte per ping.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PingBatch {
+    pub first_nonce: u64,
+    pub count: u32,
+}
+
+/// A `ping_batch` result byte: the ping was acknowledged.
+pub const ACKNOWLEDGED: u8 = 1;
+
 /// The most callees one plan may spread over.
 pub const MAX_CALLEES: usize = 16;
 
