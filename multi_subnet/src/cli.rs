@@ -1,19 +1,47 @@
-//! Command line, and the run it describes.
+//! Command line, and the runs it describes.
 
-use anyhow::{Result, anyhow};
-use clap::Parser;
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 
-use crate::engines::pocket_ic::PocketIcEngine;
-use crate::engines::sim::SimEngine;
-use crate::engines::{Engine, pocket_ic_server};
-use crate::report::{Format, Report};
-use crate::scenario::{self, Strategy, Topology};
+use crate::baseline::{Baseline, Comparison};
+use crate::charts;
+use crate::engines::{Engine, EngineChoice, EngineFactory, TimeStep};
+use crate::report::{ExampleFormat, Format, Report, SweepReport};
+use crate::scenario::{self, Run, Strategy, Topology};
+use crate::sweep::{self, StrategyName, SweepSpec, WaitName};
 
 /// Runs `n` ping calls from a caller canister to a callee canister,
 /// sequentially and in parallel, and reports successes, rounds and time.
+/// `sweep` and `compare` go further.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version, args_conflicts_with_subcommands = true)]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub example: ExampleArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Every combination of strategy, k, n and topology, with full figures.
+    Sweep(Box<SweepArgs>),
+    /// The example's two comparisons, with rounds and speed-up.
+    Compare(EngineArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// Which engine runs the canisters.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
+}
+
+#[derive(Debug, Args)]
+pub struct ExampleArgs {
     /// Numbers of calls per run, comma-separated (at most 10000 each, the caller's maximum).
     #[arg(long, value_name = "N[,N...]", value_delimiter = ',', default_value = "90")]
     pub calls: Vec<u64>,
@@ -23,58 +51,213 @@ pub struct Cli {
     pub subnets: u8,
 
     /// Output format.
+    #[arg(long, value_enum, default_value_t = ExampleFormat::Text)]
+    pub format: ExampleFormat,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Pings per run, comma-separated (at most 10000 each).
+    #[arg(
+        long,
+        value_name = "N[,N...]",
+        value_delimiter = ',',
+        default_value = "1,10,100,500,1000,2000,5000"
+    )]
+    pub calls: Vec<u64>,
+
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "sequential,parallel,bounded,batched")]
+    pub strategies: Vec<StrategyName>,
+
+    /// Windows (bounded) and batch sizes (batched, at most 1000).
+    #[arg(long, value_name = "K[,K...]", value_delimiter = ',', default_value = "10,100,500")]
+    pub k: Vec<u64>,
+
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "same-subnet,cross-subnet")]
+    pub topologies: Vec<Topology>,
+
+    /// Bounded-wait or unbounded-wait calls.
+    #[arg(long, value_enum, default_value_t = WaitName::Bounded)]
+    pub wait: WaitName,
+
+    /// Callees to spread the calls over (1 to 16).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub callees: u64,
+
+    /// Runs per combination, each on a fresh deployment; wall times are their median and p95.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub repeat: u64,
+
+    /// IC time per round in ns, set on both engines (mainnet-like by default).
+    #[arg(long, default_value_t = TimeStep::ONE_SECOND.0)]
+    pub time_step_ns: u64,
+
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 
-    /// Which engine runs the canisters.
-    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
-    pub engine: EngineChoice,
+    /// Also write every format and the SVG charts into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Save the deterministic figures as a baseline.
+    #[arg(long, value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
+
+    /// Compare with a saved baseline; exit non-zero on a change beyond the noise threshold.
+    #[arg(long, value_name = "FILE")]
+    pub compare: Option<PathBuf>,
+
+    /// Largest change, in percent, that --compare tolerates.
+    #[arg(long, default_value_t = 0.0)]
+    pub noise_threshold: f64,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum EngineChoice {
-    /// PocketIC if a server is available, else the simulator.
-    Auto,
-    /// A PocketIC server (POCKET_IC_BIN, or the pocket-ic crate's cached copy); never downloaded.
-    PocketIc,
-    /// This project's simulator, which runs the real canister wasm on a model of the IC.
-    Sim,
-}
-
-/// Starts the chosen engine with `subnets` subnets. Checked before anything
-/// is built: a missing server is the common failure.
-pub fn start_engine(choice: EngineChoice, subnets: usize) -> Result<Box<dyn Engine>> {
-    match choice {
-        EngineChoice::Sim => Ok(Box::new(SimEngine::start(subnets))),
-        EngineChoice::PocketIc => {
-            let server = pocket_ic_server::find().map_err(|e| anyhow!(e))?;
-            Ok(Box::new(PocketIcEngine::start(server, subnets)))
-        }
-        EngineChoice::Auto => match pocket_ic_server::find() {
-            Ok(server) => Ok(Box::new(PocketIcEngine::start(server, subnets))),
-            Err(why) => {
-                eprintln!("note: using the simulator, not PocketIC: {why}");
-                Ok(Box::new(SimEngine::start(subnets)))
-            }
-        },
-    }
+/// What a command prints, and the one-line failure it may end with.
+pub struct Output {
+    pub stdout: String,
+    pub failure: Option<String>,
 }
 
 impl Cli {
-    /// Runs the scenario and renders the report.
-    pub fn execute(&self) -> Result<String> {
+    pub fn execute(&self) -> Result<Output> {
+        let stdout = match &self.command {
+            None => self.example.execute()?,
+            Some(Command::Compare(args)) => compare(args)?,
+            Some(Command::Sweep(args)) => return args.execute(),
+        };
+        Ok(Output { stdout, failure: None })
+    }
+}
+
+impl ExampleArgs {
+    /// Runs the example's scenario and renders the report.
+    fn execute(&self) -> Result<String> {
         let topology = Topology::from_subnets(self.subnets);
-        let mut engine = start_engine(self.engine, topology.subnets())?;
-        let engine = engine.as_mut();
-        let wasms = canister_wasm::caller_and_callee()?;
-        let deployment = scenario::deploy(engine, topology, &wasms)?;
-        let mut runs = vec![];
-        for &calls in &self.calls {
-            for strategy in Strategy::EXAMPLE {
-                runs.push(scenario::run(engine, &deployment, strategy, calls)?);
-            }
-        }
+        let mut engine =
+            EngineFactory::resolve(self.engine.engine)?.start(topology.subnets(), TimeStep::POCKET_IC);
+        let runs = example_runs(engine.as_mut(), topology, &self.calls)?;
         let report = Report { engine: engine.kind(), engine_description: engine.description(), runs };
         Ok(report.render(self.format))
     }
+}
+
+/// Sequential then parallel, for each n, on one deployment.
+fn example_runs(engine: &mut dyn Engine, topology: Topology, calls: &[u64]) -> Result<Vec<Run>> {
+    let wasms = canister_wasm::caller_and_callee()?;
+    let deployment = scenario::deploy(engine, topology, &wasms)?;
+    let mut runs = vec![];
+    for &n in calls {
+        for strategy in Strategy::EXAMPLE {
+            runs.push(scenario::run(engine, &deployment, strategy, n)?);
+        }
+    }
+    Ok(runs)
+}
+
+/// The example's comparisons, as it prints them, then what they show.
+fn compare(args: &EngineArgs) -> Result<String> {
+    let factory = EngineFactory::resolve(args.engine)?;
+    let mut out = String::new();
+    for (topology, calls, title) in [
+        (Topology::SameSubnet, &[100, 2000][..], "One subnet, as on a local dfx replica"),
+        (Topology::CrossSubnet, &[90][..], "Two subnets, caller and callee apart"),
+    ] {
+        let mut engine = factory.start(topology.subnets(), TimeStep::POCKET_IC);
+        let runs = example_runs(engine.as_mut(), topology, calls)?;
+        let report = Report { engine: engine.kind(), engine_description: engine.description(), runs };
+        if out.is_empty() {
+            out += &format!("Engine: {}\n", report.engine_description);
+        }
+        out += &format!("\n{title}:\n");
+        out += report.render(ExampleFormat::Text).split_once('\n').map_or("", |(_, lines)| lines);
+        for pair in report.runs.chunks(2) {
+            let [sequential, parallel] = pair else { continue };
+            out += &format!(
+                "  n = {}: parallel took {} rounds to sequential's {} ({:.1}x fewer) and {:.1}x less wall time; {} of {} parallel calls succeeded\n",
+                parallel.calls,
+                parallel.rounds.0,
+                sequential.rounds.0,
+                sequential.rounds.0 as f64 / parallel.rounds.0.max(1) as f64,
+                sequential.wall.as_secs_f64() / parallel.wall.as_secs_f64(),
+                parallel.succeeded,
+                parallel.calls,
+            );
+        }
+    }
+    Ok(out)
+}
+
+impl SweepArgs {
+    fn spec(&self) -> SweepSpec {
+        SweepSpec {
+            calls: self.calls.clone(),
+            strategies: self.strategies.clone(),
+            k: self.k.clone(),
+            topologies: self.topologies.clone(),
+            wait: self.wait,
+            callees: self.callees as usize,
+            repeat: self.repeat as usize,
+            time_step: TimeStep(self.time_step_ns),
+        }
+    }
+
+    fn execute(&self) -> Result<Output> {
+        if self.k.contains(&0) {
+            bail!("--k 0: every k must be at least 1");
+        }
+        let baseline = self.compare.as_deref().map(Baseline::load).transpose()?;
+        let factory = EngineFactory::resolve(self.engine.engine)?;
+        let wasms = canister_wasm::caller_and_callee()?;
+        let spec = self.spec();
+        let progress = ProgressBar::new((sweep::combinations(&spec).len() * spec.repeat.max(1)) as u64);
+        progress
+            .set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}").expect("valid"));
+        let runs = sweep::run(&factory, &spec, &wasms, || progress.inc(1))?;
+        progress.finish_and_clear();
+        let report = SweepReport { engine: factory.kind(), engine_description: factory.description(), runs };
+        if let Some(dir) = &self.out {
+            write_all(&report, dir)?;
+        }
+        if let Some(path) = &self.save_baseline {
+            Baseline { engine: report.engine, runs: report.runs.clone() }.save(path)?;
+        }
+        let mut stdout = report.render(self.format);
+        let mut failure = None;
+        if let (Some(baseline), Some(path)) = (baseline, &self.compare) {
+            let comparison = Comparison::between(&baseline, &report.runs);
+            stdout +=
+                &format!("\nCompared with {}:\n{}", path.display(), comparison.render(self.noise_threshold));
+            if comparison.regressed(self.noise_threshold) {
+                failure = Some(format!(
+                    "the sweep differs from the baseline {} beyond the noise threshold of {}%",
+                    path.display(),
+                    self.noise_threshold
+                ));
+            }
+        }
+        Ok(Output { stdout, failure })
+    }
+}
+
+/// Every format, and the charts, into `dir`.
+fn write_all(report: &SweepReport, dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (format, file) in [
+        (Format::Text, "sweep.txt"),
+        (Format::Json, "sweep.json"),
+        (Format::Csv, "sweep.csv"),
+        (Format::Markdown, "sweep.md"),
+    ] {
+        let path = dir.join(file);
+        std::fs::write(&path, report.render(format))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    charts::write_all(report, dir)?;
+    Ok(())
 }

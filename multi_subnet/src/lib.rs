@@ -1,8 +1,11 @@
 //! The multi-subnet harness: CLI -> scenario -> engine -> canisters ->
 //! measurement -> report.
 
+pub mod baseline;
+pub mod charts;
 pub mod cli;
 pub mod engines;
 pub mod report;
 pub mod rounds;
 pub mod scenario;
+pub mod sweep;

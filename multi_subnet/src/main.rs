@@ -21,9 +21,15 @@ fn main() -> ExitCode {
         }
     };
     match cli.execute() {
-        Ok(report) => {
-            print!("{report}");
-            ExitCode::SUCCESS
+        Ok(output) => {
+            print!("{}", output.stdout);
+            match output.failure {
+                None => ExitCode::SUCCESS,
+                Some(failure) => {
+                    eprintln!("error: {failure}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Err(e) => {
             eprintln!("error: {}", one_line(&format!("{e:#}")));

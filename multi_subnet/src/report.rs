@@ -3,12 +3,23 @@
 use serde::Serialize;
 
 use crate::engines::EngineKind;
-use crate::scenario::Run;
+use crate::scenario::{Run, Topology};
+use crate::sweep::Row;
 
+/// Formats of the example's report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExampleFormat {
+    Text,
+    Json,
+}
+
+/// Formats of a sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Text,
     Json,
+    Csv,
+    Markdown,
 }
 
 /// Every figure with the engine that produced it.
@@ -21,10 +32,10 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn render(&self, format: Format) -> String {
+    pub fn render(&self, format: ExampleFormat) -> String {
         match format {
-            Format::Text => self.text(),
-            Format::Json => serde_json::to_string_pretty(self).expect("a report serialises") + "\n",
+            ExampleFormat::Text => self.text(),
+            ExampleFormat::Json => serde_json::to_string_pretty(self).expect("a report serialises") + "\n",
         }
     }
 
@@ -40,6 +51,179 @@ impl Report {
                 run.wall,
                 run.rounds.0
             );
+        }
+        out
+    }
+}
+
+/// A sweep's rows with the engine that produced them.
+#[derive(Debug, Serialize)]
+pub struct SweepReport {
+    pub engine: EngineKind,
+    #[serde(skip)]
+    pub engine_description: String,
+    pub runs: Vec<Row>,
+}
+
+/// The deterministic columns, as (heading, value) per row.
+fn deterministic_columns(row: &Row) -> Vec<(&'static str, String)> {
+    vec![
+        ("strategy", row.strategy.name().to_string()),
+        ("k", row.k.map_or("-".into(), |k| k.to_string())),
+        ("n", row.calls.to_string()),
+        ("succeeded", row.succeeded.to_string()),
+        ("rounds", row.rounds.to_string()),
+        ("peak in flight", row.peak_in_flight.to_string()),
+        ("caller instructions / ping", format!("{:.0}", row.instructions_per_ping)),
+        ("cycles", format_cycles(row.cycles)),
+        ("failures", failures_text(row)),
+    ]
+}
+
+fn format_cycles(cycles: u64) -> String {
+    match cycles {
+        c if c >= 1_000_000_000 => format!("{:.2} B", c as f64 / 1e9),
+        c if c >= 1_000_000 => format!("{:.1} M", c as f64 / 1e6),
+        c => c.to_string(),
+    }
+}
+
+fn failures_text(row: &Row) -> String {
+    if row.failures.is_empty() {
+        return "-".into();
+    }
+    row.failures.iter().map(|(kind, n)| format!("{n} {kind}")).collect::<Vec<_>>().join(", ")
+}
+
+impl SweepReport {
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Text => self.text(),
+            Format::Json => serde_json::to_string_pretty(self).expect("a report serialises") + "\n",
+            Format::Csv => self.csv(),
+            Format::Markdown => self.markdown(),
+        }
+    }
+
+    fn topologies(&self) -> Vec<Topology> {
+        let mut topologies: Vec<Topology> = self.runs.iter().map(|r| r.topology).collect();
+        topologies.dedup();
+        topologies
+    }
+
+    fn text(&self) -> String {
+        let mut out = format!("Engine: {}\n", self.engine_description);
+        for topology in self.topologies() {
+            let rows: Vec<&Row> = self.runs.iter().filter(|r| r.topology == topology).collect();
+            let mut table = comfy_table::Table::new();
+            table.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
+            let mut header: Vec<&str> = deterministic_columns(rows[0]).iter().map(|c| c.0).collect();
+            header.extend(["wall ms (median)", "wall ms (p95)"]);
+            table.set_header(header);
+            for row in rows {
+                let mut cells: Vec<String> = deterministic_columns(row).into_iter().map(|c| c.1).collect();
+                cells.extend([format!("{:.1}", row.wall_ms), format!("{:.1}", row.wall_ms_p95)]);
+                table.add_row(cells);
+            }
+            out += &format!(
+                "\n{} (time step {} ns per round)\n{table}\n",
+                topology.name(),
+                self.runs[0].time_step
+            );
+        }
+        out
+    }
+
+    fn csv(&self) -> String {
+        let mut writer = csv::Writer::from_writer(vec![]);
+        writer
+            .write_record([
+                "engine",
+                "topology",
+                "strategy",
+                "k",
+                "calls",
+                "succeeded",
+                "rounds",
+                "wait",
+                "retry",
+                "callees",
+                "caller_instructions",
+                "instructions_per_ping",
+                "cycles",
+                "failures",
+                "peak_in_flight",
+                "time_step",
+                "wall_ms",
+                "wall_ms_p95",
+            ])
+            .expect("in memory");
+        for r in &self.runs {
+            let failures = r.failures.iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(";");
+            writer
+                .write_record([
+                    self.engine.to_string(),
+                    r.topology.name().into(),
+                    r.strategy.name().into(),
+                    r.k.map_or(String::new(), |k| k.to_string()),
+                    r.calls.to_string(),
+                    r.succeeded.to_string(),
+                    r.rounds.to_string(),
+                    format!("{:?}", r.wait).to_lowercase(),
+                    r.retry.to_string(),
+                    r.callees.to_string(),
+                    r.caller_instructions.to_string(),
+                    format!("{:.1}", r.instructions_per_ping),
+                    r.cycles.to_string(),
+                    failures,
+                    r.peak_in_flight.to_string(),
+                    r.time_step.to_string(),
+                    format!("{:.3}", r.wall_ms),
+                    format!("{:.3}", r.wall_ms_p95),
+                ])
+                .expect("in memory");
+        }
+        String::from_utf8(writer.into_inner().expect("in memory")).expect("utf-8")
+    }
+
+    /// One table of deterministic figures per topology, then the wall times.
+    fn markdown(&self) -> String {
+        let mut out = self.markdown_deterministic();
+        out += "\nWall time on the machine that ran it (median and p95 of the repeats, ms):\n\n";
+        out += "| topology | strategy | k | n | median | p95 |\n|---|---|---:|---:|---:|---:|\n";
+        for r in &self.runs {
+            let k = r.k.map_or("-".into(), |k| k.to_string());
+            out += &format!(
+                "| {} | {} | {k} | {} | {:.1} | {:.1} |\n",
+                r.topology.name(),
+                r.strategy.name(),
+                r.calls,
+                r.wall_ms,
+                r.wall_ms_p95
+            );
+        }
+        out
+    }
+
+    /// The tables that depend on nothing but the model (the README's).
+    pub fn markdown_deterministic(&self) -> String {
+        let mut out = String::new();
+        for topology in self.topologies() {
+            let rows: Vec<&Row> = self.runs.iter().filter(|r| r.topology == topology).collect();
+            let header: Vec<&str> = deterministic_columns(rows[0]).iter().map(|c| c.0).collect();
+            out += &format!(
+                "**{}** (engine: {}, time step {} ns per round)\n\n| {} |\n|{}\n",
+                topology.name(),
+                self.engine,
+                rows[0].time_step,
+                header.join(" | "),
+                "---|".repeat(header.len())
+            );
+            for row in rows {
+                let cells: Vec<String> = deterministic_columns(row).into_iter().map(|c| c.1).collect();
+                out += &format!("| {} |\n", cells.join(" | "));
+            }
+            out += "\n";
         }
         out
     }
@@ -70,7 +254,7 @@ mod tests {
 
     #[test]
     fn text_names_the_engine_first_then_the_example_lines() {
-        let text = report().render(Format::Text);
+        let text = report().render(ExampleFormat::Text);
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(
             lines,
@@ -84,7 +268,7 @@ mod tests {
 
     #[test]
     fn json_has_the_documented_shape() {
-        let json: serde_json::Value = serde_json::from_str(&report().render(Format::Json)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&report().render(ExampleFormat::Json)).unwrap();
         assert_eq!(json["engine"], "pocket-ic");
         let run = &json["runs"][1];
         assert_eq!(run["strategy"], "parallel");

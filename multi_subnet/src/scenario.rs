@@ -4,8 +4,8 @@
 use anyhow::{Context, Result, bail};
 use caller::plan::{Plan, Report};
 use candid::{CandidType, Principal, decode_one, encode_one};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 use crate::engines::Engine;
@@ -13,7 +13,7 @@ use crate::rounds::{self, RoundLimit, RoundsToComplete};
 use canister_wasm::CanisterWasms;
 
 /// Where the two canisters live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Topology {
     /// Both on one subnet, as on a local dfx replica.
@@ -25,6 +25,13 @@ pub enum Topology {
 impl Topology {
     pub fn from_subnets(subnets: u8) -> Self {
         if subnets == 1 { Topology::SameSubnet } else { Topology::CrossSubnet }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Topology::SameSubnet => "same-subnet",
+            Topology::CrossSubnet => "cross-subnet",
+        }
     }
 
     pub fn subnets(self) -> usize {

@@ -6,7 +6,8 @@
 //! [`TapeEvent`]). Playback is how a trap is rolled back (re-run the
 //! messages since the last checkpoint) and what the benchmark's floor runs.
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use wasmi::{
     AsContext, AsContextMut, Caller, Engine, Error, Global, Instance, Linker, Memory, Module, Nullable, Ref,
@@ -200,15 +201,34 @@ fn describe_trap(error: Error, fuel: u64) -> CanisterTrap {
     }
 }
 
-/// The wasm engine all canisters share: fuel metering counts instructions.
-/// Compilation is eager because wasmi charges lazy translation to the fuel
-/// of whichever message first calls a function, which would make a
-/// message's instruction count depend on what ran before it.
+thread_local! {
+    /// One engine per thread, shared by every simulator on it, so that a
+    /// module is compiled once however many simulators install it.
+    static ENGINE: Engine = {
+        let mut config = wasmi::Config::default();
+        config.consume_fuel(true);
+        // Eager, because wasmi charges lazy translation to the fuel of
+        // whichever message first calls a function, which would make a
+        // message's instruction count depend on what ran before it.
+        config.compilation_mode(wasmi::CompilationMode::Eager);
+        Engine::new(&config)
+    };
+    static MODULES: RefCell<BTreeMap<Vec<u8>, Rc<CompiledModule>>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// The wasm engine: fuel metering counts instructions.
 pub fn engine() -> Engine {
-    let mut config = wasmi::Config::default();
-    config.consume_fuel(true);
-    config.compilation_mode(wasmi::CompilationMode::Eager);
-    Engine::new(&config)
+    ENGINE.with(Engine::clone)
+}
+
+/// `wasm`, compiled by [`engine`] once per thread.
+pub fn compile(wasm: &[u8]) -> Result<Rc<CompiledModule>, String> {
+    if let Some(module) = MODULES.with(|m| m.borrow().get(wasm).cloned()) {
+        return Ok(module);
+    }
+    let module = Rc::new(CompiledModule::compile(&engine(), wasm)?);
+    MODULES.with(|m| m.borrow_mut().insert(wasm.to_vec(), module.clone()));
+    Ok(module)
 }
 
 // ----- Playback -----

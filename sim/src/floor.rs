@@ -1,9 +1,7 @@
 //! The benchmark's floor: the same executions, replayed from their tapes on
 //! a bare instance of the same module, with no simulator around them.
 
-use std::rc::Rc;
-
-use crate::code::{self, CompiledModule, Recorded, Replayer};
+use crate::code::{self, Recorded, Replayer};
 
 /// One canister's recorded executions, ready to replay.
 pub struct FloorCanister {
@@ -15,9 +13,7 @@ impl FloorCanister {
     /// `trace` is every committed execution of a canister running `wasm`,
     /// from its installation on (see [`crate::Sim::take_trace`]).
     pub fn new(wasm: &[u8], trace: Vec<Recorded>) -> Result<Self, String> {
-        let engine = code::engine();
-        let module = Rc::new(CompiledModule::compile(&engine, wasm)?);
-        Ok(Self { replayer: Replayer::new(&engine, module)?, trace: trace.into_iter() })
+        Ok(Self { replayer: Replayer::new(&code::engine(), code::compile(wasm)?)?, trace: trace.into_iter() })
     }
 
     /// Replays the next `n` executions (all that are left if fewer).

@@ -5,10 +5,9 @@
 use candid::Principal;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::rc::Rc;
 
 use crate::canister::{Canister, CanisterStatus, InstallMode, Output};
-use crate::code::{self, CompiledModule, Recorded};
+use crate::code::{self, Recorded};
 use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode, Response};
 use crate::stats::CanisterStats;
 use crate::system_api::ApiLimits;
@@ -114,7 +113,6 @@ pub struct Sim {
     /// In ascending order of id bytes: the order of a tick.
     subnets: Vec<Subnet>,
     canisters: BTreeMap<Principal, Canister>,
-    modules: BTreeMap<Vec<u8>, Rc<CompiledModule>>,
     ingress: BTreeMap<MessageId, IngressState>,
     next_message: u64,
     time: u64,
@@ -185,7 +183,6 @@ impl SimBuilder {
             config: self.config,
             subnets,
             canisters: BTreeMap::new(),
-            modules: BTreeMap::new(),
             ingress: BTreeMap::new(),
             next_message: 0,
             time: self.config.start_time_ns,
@@ -273,15 +270,6 @@ impl Sim {
         Ok(id)
     }
 
-    fn compile(&mut self, wasm: &[u8]) -> Result<Rc<CompiledModule>, SimError> {
-        if let Some(module) = self.modules.get(wasm) {
-            return Ok(module.clone());
-        }
-        let module = Rc::new(CompiledModule::compile(&self.engine, wasm).map_err(SimError)?);
-        self.modules.insert(wasm.to_vec(), module.clone());
-        Ok(module)
-    }
-
     /// Installs `wasm` and runs `canister_init(arg)`.
     pub fn install_canister(
         &mut self,
@@ -313,7 +301,7 @@ impl Sim {
         mode: InstallMode,
     ) -> Result<(), SimError> {
         self.controlled(id, sender)?;
-        let module = self.compile(wasm)?;
+        let module = code::compile(wasm).map_err(SimError)?;
         let (engine, time) = (self.engine.clone(), self.time);
         let canister = self.canisters.get_mut(&id).expect("checked");
         canister.install(&engine, module, arg, sender, mode, time).map_err(SimError)

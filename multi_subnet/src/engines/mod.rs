@@ -11,7 +11,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// Which engine produced a figure. Reports always carry it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum EngineKind {
     #[serde(rename = "pocket-ic")]
     PocketIc,
@@ -25,6 +25,82 @@ impl fmt::Display for EngineKind {
             EngineKind::PocketIc => "pocket-ic",
             EngineKind::Sim => "sim",
         })
+    }
+}
+
+/// How far IC time moves per round, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct TimeStep(pub u64);
+
+impl TimeStep {
+    /// PocketIC's own: 1 ns per round.
+    pub const POCKET_IC: TimeStep = TimeStep(1);
+    /// Mainnet-like: about a second per round.
+    pub const ONE_SECOND: TimeStep = TimeStep(1_000_000_000);
+}
+
+/// Which engine to use, as chosen on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineChoice {
+    /// PocketIC if a server is available, else the simulator.
+    Auto,
+    /// A PocketIC server (POCKET_IC_BIN, or the pocket-ic crate's cached copy); never downloaded.
+    PocketIc,
+    /// This project's simulator, which runs the real canister wasm on a model of the IC.
+    Sim,
+}
+
+/// Starts engines of one kind: the choice resolved once (a PocketIC server
+/// found, or not), then as many instances as a run needs.
+#[derive(Clone, Debug)]
+pub enum EngineFactory {
+    PocketIc(pocket_ic_server::PocketIcServer),
+    Sim,
+}
+
+impl EngineFactory {
+    /// Resolves `choice`; `auto` says in one line on stderr when it falls
+    /// back to the simulator, and why. Checked before anything is built: a
+    /// missing server is the common failure.
+    pub fn resolve(choice: EngineChoice) -> Result<Self> {
+        match choice {
+            EngineChoice::Sim => Ok(Self::Sim),
+            EngineChoice::PocketIc => {
+                Ok(Self::PocketIc(pocket_ic_server::find().map_err(anyhow::Error::msg)?))
+            }
+            EngineChoice::Auto => Ok(match pocket_ic_server::find() {
+                Ok(server) => Self::PocketIc(server),
+                Err(why) => {
+                    eprintln!("note: using the simulator, not PocketIC: {why}");
+                    Self::Sim
+                }
+            }),
+        }
+    }
+
+    pub fn kind(&self) -> EngineKind {
+        match self {
+            Self::PocketIc(_) => EngineKind::PocketIc,
+            Self::Sim => EngineKind::Sim,
+        }
+    }
+
+    pub fn description(&self) -> String {
+        match self {
+            Self::PocketIc(server) => pocket_ic::describe(server),
+            Self::Sim => sim::DESCRIPTION.into(),
+        }
+    }
+
+    /// A fresh IC with `subnets` application subnets.
+    pub fn start(&self, subnets: usize, step: TimeStep) -> Box<dyn Engine> {
+        match self {
+            Self::PocketIc(server) => {
+                Box::new(pocket_ic::PocketIcEngine::start_with_time_step(server.clone(), subnets, step))
+            }
+            Self::Sim => Box::new(sim::SimEngine::start_with_time_step(subnets, step)),
+        }
     }
 }
 

@@ -6,7 +6,13 @@ use pocket_ic::common::rest::RawMessageId;
 use pocket_ic::{PocketIc, PocketIcBuilder};
 
 use super::pocket_ic_server::PocketIcServer;
-use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject};
+use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
+use std::time::Duration;
+
+/// How reports name this engine.
+pub fn describe(server: &PocketIcServer) -> String {
+    format!("PocketIC server {} ({})", server.version, server.path.display())
+}
 
 pub struct PocketIcEngine {
     server: PocketIcServer,
@@ -14,6 +20,8 @@ pub struct PocketIcEngine {
     /// Application subnets in ascending id byte order.
     subnets: Vec<Principal>,
     submitted: Vec<RawMessageId>,
+    /// Added to the 1 ns a PocketIC tick advances, so that a round takes `step`.
+    extra_time_per_tick: Duration,
 }
 
 impl PocketIcEngine {
@@ -21,6 +29,10 @@ impl PocketIcEngine {
     /// Uses the blocking client, which runs its own tokio runtime: it must
     /// not be called from inside another runtime.
     pub fn start(server: PocketIcServer, subnets: usize) -> Self {
+        Self::start_with_time_step(server, subnets, TimeStep::POCKET_IC)
+    }
+
+    pub fn start_with_time_step(server: PocketIcServer, subnets: usize, step: TimeStep) -> Self {
         let mut builder = PocketIcBuilder::new().with_server_binary(server.path.clone());
         for _ in 0..subnets {
             builder = builder.with_application_subnet();
@@ -28,7 +40,8 @@ impl PocketIcEngine {
         let pic = builder.build();
         let mut subnets = pic.topology().get_app_subnets();
         subnets.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
-        Self { server, pic, subnets, submitted: vec![] }
+        let extra_time_per_tick = Duration::from_nanos(step.0.saturating_sub(TimeStep::POCKET_IC.0));
+        Self { server, pic, subnets, submitted: vec![], extra_time_per_tick }
     }
 }
 
@@ -38,7 +51,7 @@ impl Engine for PocketIcEngine {
     }
 
     fn description(&self) -> String {
-        format!("PocketIC server {} ({})", self.server.version, self.server.path.display())
+        describe(&self.server)
     }
 
     fn subnet_count(&self) -> usize {
@@ -75,6 +88,9 @@ impl Engine for PocketIcEngine {
     }
 
     fn tick(&mut self) {
+        if !self.extra_time_per_tick.is_zero() {
+            self.pic.advance_time(self.extra_time_per_tick);
+        }
         self.pic.tick();
     }
 

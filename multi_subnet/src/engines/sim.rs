@@ -5,7 +5,10 @@ use anyhow::{Result, anyhow};
 use candid::Principal;
 use sim::{MessageId, Sim};
 
-use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject};
+use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
+
+/// How reports name this engine.
+pub const DESCRIPTION: &str = "sim (this project's simulator: a model of IC message routing running the real canister wasm; not PocketIC)";
 
 pub struct SimEngine {
     sim: Sim,
@@ -13,9 +16,14 @@ pub struct SimEngine {
 }
 
 impl SimEngine {
-    /// A simulated IC with `subnets` application subnets.
+    /// A simulated IC with `subnets` application subnets, whose time moves
+    /// 1 ns per round, as PocketIC's does.
     pub fn start(subnets: usize) -> Self {
-        let mut builder = Sim::builder();
+        Self::start_with_time_step(subnets, TimeStep::POCKET_IC)
+    }
+
+    pub fn start_with_time_step(subnets: usize, step: TimeStep) -> Self {
+        let mut builder = Sim::builder().with_time_step(step.0);
         for _ in 0..subnets {
             builder = builder.with_subnet();
         }
@@ -38,8 +46,7 @@ impl Engine for SimEngine {
     }
 
     fn description(&self) -> String {
-        "sim (this project's simulator: a model of IC message routing running the real canister wasm; not PocketIC)"
-            .into()
+        DESCRIPTION.into()
     }
 
     fn subnet_count(&self) -> usize {
