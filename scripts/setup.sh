@@ -11,6 +11,15 @@ IC_WASM_VERSION=0.11.1
 
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || rustup target add wasm32-unknown-unknown
 
+# The chart tests render SVG text, which needs at least one font.
+if ! find /usr/share/fonts /usr/local/share/fonts -name '*.ttf' -print -quit 2>/dev/null | grep -q .; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && apt-get install -y -qq fonts-dejavu-core) >/dev/null
+  else
+    echo "setup: no fonts found; install one (e.g. fonts-dejavu-core) for the chart tests" >&2
+  fi
+fi
+
 have() { [ -x ".tools/bin/$1" ] && ".tools/bin/$1" --version 2>/dev/null | grep -q " $2\$"; }
 
 if have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION"; then

@@ -66,8 +66,7 @@ pub fn wasm_path(canister: Canister) -> Result<PathBuf> {
 
 fn built_or_overridden(canister: Canister) -> Result<PathBuf> {
     let Some(path) = std::env::var_os(canister.override_var()) else {
-        let file = format!("{}.wasm", canister.package());
-        return Ok(wasm_target_dir().join("wasm32-unknown-unknown/release").join(file));
+        return Ok(built_path(canister));
     };
     let path = PathBuf::from(path);
     if !path.is_file() {
@@ -86,6 +85,11 @@ pub fn workspace_root() -> PathBuf {
         .parent()
         .expect("canister_wasm lives one level below the workspace root")
         .to_path_buf()
+}
+
+/// Where the build puts a canister's wasm.
+fn built_path(canister: Canister) -> PathBuf {
+    wasm_target_dir().join("wasm32-unknown-unknown/release").join(format!("{}.wasm", canister.package()))
 }
 
 /// Where canister builds go; separate from the native target dir.
@@ -107,9 +111,15 @@ fn build_now() -> Result<()> {
     let root = workspace_root();
     ensure_wasm_target(&root)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // Quiet, so that a run prints only its report; say so when a first
+    // build will take a while.
+    let built = Canister::ALL.iter().all(|&c| built_path(c).is_file());
+    if !built {
+        eprintln!("building the canisters for {WASM_TARGET} into {} ...", wasm_target_dir().display());
+    }
     let status = Command::new(cargo)
         .current_dir(&root)
-        .args(["build", "--locked", "--release", "--target", WASM_TARGET])
+        .args(["build", "--quiet", "--locked", "--release", "--target", WASM_TARGET])
         .args(Canister::ALL.iter().flat_map(|c| ["-p", c.package()]))
         .arg("--target-dir")
         .arg(wasm_target_dir())

@@ -207,11 +207,11 @@ impl SweepArgs {
         }
     }
 
-    fn execute(&self) -> Result<Output> {
+    /// Runs the sweep (with a progress bar on a terminal).
+    pub fn report(&self) -> Result<SweepReport> {
         if self.k.contains(&0) {
             bail!("--k 0: every k must be at least 1");
         }
-        let baseline = self.compare.as_deref().map(Baseline::load).transpose()?;
         let factory = EngineFactory::resolve(self.engine.engine)?;
         let wasms = canister_wasm::caller_and_callee()?;
         let spec = self.spec();
@@ -220,7 +220,12 @@ impl SweepArgs {
             .set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}").expect("valid"));
         let runs = sweep::run(&factory, &spec, &wasms, || progress.inc(1))?;
         progress.finish_and_clear();
-        let report = SweepReport { engine: factory.kind(), engine_description: factory.description(), runs };
+        Ok(SweepReport { engine: factory.kind(), engine_description: factory.description(), runs })
+    }
+
+    fn execute(&self) -> Result<Output> {
+        let baseline = self.compare.as_deref().map(Baseline::load).transpose()?;
+        let report = self.report()?;
         if let Some(dir) = &self.out {
             write_all(&report, dir)?;
         }

@@ -207,11 +207,11 @@ impl SweepReport {
 
     /// The tables that depend on nothing but the model (the README's).
     pub fn markdown_deterministic(&self) -> String {
-        let mut out = String::new();
+        let mut tables = vec![];
         for topology in self.topologies() {
             let rows: Vec<&Row> = self.runs.iter().filter(|r| r.topology == topology).collect();
             let header: Vec<&str> = deterministic_columns(rows[0]).iter().map(|c| c.0).collect();
-            out += &format!(
+            let mut table = format!(
                 "**{}** (engine: {}, time step {} ns per round)\n\n| {} |\n|{}\n",
                 topology.name(),
                 self.engine,
@@ -221,11 +221,11 @@ impl SweepReport {
             );
             for row in rows {
                 let cells: Vec<String> = deterministic_columns(row).into_iter().map(|c| c.1).collect();
-                out += &format!("| {} |\n", cells.join(" | "));
+                table += &format!("| {} |\n", cells.join(" | "));
             }
-            out += "\n";
+            tables.push(table);
         }
-        out
+        tables.join("\n")
     }
 }
 
