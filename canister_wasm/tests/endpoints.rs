@@ -16,7 +16,9 @@ fn ic_wasm() -> PathBuf {
 
 fn check_endpoints(canister: Canister) {
     let wasm = wasm_path(canister).expect("the canister builds for wasm32");
-    let hidden = workspace_root().join("canister_wasm/hidden-endpoints.txt");
+    // Exports that are not candid methods: system entry points and
+    // ic-cdk's own (the candid pointer, the timer task method).
+    let hidden = workspace_root().join(format!("canister_wasm/hidden/{}.txt", canister.package()));
     let output = Command::new(ic_wasm())
         .arg(&wasm)
         .arg("check-endpoints")

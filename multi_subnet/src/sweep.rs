@@ -144,7 +144,15 @@ pub fn run(
 ) -> Result<Vec<Row>> {
     let mut rows = vec![];
     for (topology, strategy, k, n) in combinations(spec) {
-        let plan = Plan { strategy: strategy.strategy(), n, k, wait: Some(spec.wait.wait()), callees: None };
+        let plan = Plan {
+            strategy: strategy.strategy(),
+            n,
+            k,
+            wait: Some(spec.wait.wait()),
+            callees: None,
+            retry: None,
+            timeout_seconds: None,
+        };
         let mut walls = vec![];
         let mut first = None;
         for _ in 0..spec.repeat.max(1) {

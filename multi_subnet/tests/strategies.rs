@@ -7,7 +7,7 @@ use multi_subnet::engines::sim::SimEngine;
 use multi_subnet::scenario::{self, Deployment, Placement, Topology, controller};
 
 fn plan(strategy: Strategy, n: u64, k: Option<u64>) -> Plan {
-    Plan { strategy, n, k, wait: None, callees: None }
+    Plan { strategy, n, k, wait: None, callees: None, retry: None, timeout_seconds: None }
 }
 
 fn deployed(topology: Topology, callees: usize) -> (SimEngine, Deployment) {

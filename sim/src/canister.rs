@@ -585,6 +585,9 @@ impl Canister {
         }
         self.call_contexts.get_mut(&id).expect("open").cycles_accepted = ran.exec.cycles_accepted;
         self.commit(&ran.exec);
+        for _ in &ran.exec.performed {
+            self.stats.calls_performed_in.push((label.to_string(), ran.exec.time));
+        }
         let mut outputs = self.send_calls(id, &ran.exec);
         if let Some(payload) = ran.exec.response {
             outputs.extend(self.respond(id, payload));

@@ -16,6 +16,9 @@ pub struct CanisterStats {
     pub instructions: u64,
     /// Calls that `call_perform` accepted.
     pub calls_performed: u64,
+    /// For each of them, the entry whose execution performed it and the IC
+    /// time (an update's method name, `callback`, `canister_global_timer`).
+    pub calls_performed_in: Vec<(String, u64)>,
     /// Calls that `call_perform` refused (returned non-zero).
     pub calls_refused: u64,
     /// Reject responses its callbacks received, by code.

@@ -1,24 +1,49 @@
 //! The callee canister: the target of the caller's fan-out.
 
 use candid::{CandidType, Deserialize};
+use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
+use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap};
 use serde_bytes::ByteBuf;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// The most pings one `ping_batch` call may carry.
 const MAX_BATCH: u32 = 10_000;
 
-/// Pings `first_nonce`, `first_nonce + 1`, ... (`count` of them).
+/// `count` pings, tagged with nonces `first_nonce`, `first_nonce + 1`, ...
+/// if given.
 #[derive(CandidType, Deserialize)]
 struct PingBatch {
-    first_nonce: u64,
+    first_nonce: Option<u64>,
     count: u32,
 }
 
-/// One byte per ping of a batch, in order.
-const ACKNOWLEDGED: u8 = 1;
+/// One byte per ping of a batch, in order: executed now, or (its nonce was
+/// seen before) executed earlier.
+const EXECUTED: u8 = 1;
+const EXECUTED_EARLIER: u8 = 2;
 
 thread_local! {
-    /// Pings acknowledged since installation (diagnostic; not kept across upgrades).
+    static MEMORY_MANAGER: RefCell<MemoryManager<DefaultMemoryImpl>> =
+        RefCell::new(MemoryManager::init(DefaultMemoryImpl::default()));
+
+    /// Nonces of the pings executed, so that each executes once; in stable
+    /// memory, so that an upgrade does not make a retry run twice.
+    static EXECUTED_NONCES: RefCell<StableBTreeMap<u64, (), VirtualMemory<DefaultMemoryImpl>>> = RefCell::new(
+        StableBTreeMap::init(MEMORY_MANAGER.with(|m| m.borrow().get(MemoryId::new(0)))),
+    );
+}
+
+/// Executes the ping tagged `nonce` unless it already was; says which.
+fn execute_once(nonce: u64) -> bool {
+    let first_time = EXECUTED_NONCES.with(|n| n.borrow_mut().insert(nonce, ()).is_none());
+    if first_time {
+        acknowledge(1);
+    }
+    first_time
+}
+
+thread_local! {
+    /// Pings executed since installation (diagnostic; not kept across upgrades).
     static PINGS: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -33,14 +58,27 @@ fn ping() {
 
 /// Acknowledges a batch of pings in one call, with one result per ping in
 /// the request's order, as ICRC-4 batch methods answer; a blob keeps
-/// encoding and decoding the results cheap.
+/// encoding and decoding the results cheap. Nonce-tagged pings execute once.
 #[ic_cdk::update]
 fn ping_batch(batch: PingBatch) -> ByteBuf {
     if batch.count > MAX_BATCH {
         ic_cdk::trap(format!("a batch may carry at most {MAX_BATCH} pings, not {}", batch.count));
     }
-    acknowledge(u64::from(batch.count));
-    ByteBuf::from(vec![ACKNOWLEDGED; batch.count as usize])
+    let Some(first) = batch.first_nonce else {
+        acknowledge(u64::from(batch.count));
+        return ByteBuf::from(vec![EXECUTED; batch.count as usize]);
+    };
+    let results = (0..u64::from(batch.count))
+        .map(|i| if execute_once(first + i) { EXECUTED } else { EXECUTED_EARLIER })
+        .collect::<Vec<u8>>();
+    ByteBuf::from(results)
+}
+
+/// A ping tagged with a nonce: executed once however often it arrives (a
+/// caller may retry after `SYS_UNKNOWN`). True if it was executed now.
+#[ic_cdk::update]
+fn ping_once(nonce: u64) -> bool {
+    execute_once(nonce)
 }
 
 #[ic_cdk::query]

@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 
-use crate::plan::{FailureKind, Strategy, Tally};
+use crate::plan::{CallId, FailureKind, Strategy, Tally};
 
 /// Runs `n` pings with `strategy`; `k` is the window (`bounded`) or the
 /// batch size (`batched`). `call(i, pings)` makes call number `i`, which
@@ -24,17 +24,21 @@ where
 {
     let in_flight = InFlight::default();
     let mut call = call;
-    let mut tracked = |i: u64, pings: u64| in_flight.track(call(i, pings));
+    let mut tracked = |i: u64, pings: u64| {
+        let outcome = in_flight.track(call(i, pings));
+        async move { (CallId { index: i, pings }, outcome.await) }
+    };
     let mut tally = Tally::default();
     match strategy {
         Strategy::Sequential => {
             for i in 0..n {
-                tally.record(tracked(i, 1).await);
+                let (id, outcome) = tracked(i, 1).await;
+                tally.record(id, outcome);
             }
         }
         Strategy::Parallel => {
-            for outcome in join_all((0..n).map(|i| tracked(i, 1))).await {
-                tally.record(outcome);
+            for (id, outcome) in join_all((0..n).map(|i| tracked(i, 1))).await {
+                tally.record(id, outcome);
             }
         }
         Strategy::Bounded => {
@@ -45,8 +49,8 @@ where
                 next += 1;
             }
             // Refill as soon as any call completes, not when a chunk has.
-            while let Some(outcome) = pending.next().await {
-                tally.record(outcome);
+            while let Some((id, outcome)) = pending.next().await {
+                tally.record(id, outcome);
                 if next < n {
                     pending.push(tracked(next, 1));
                     next += 1;
@@ -56,10 +60,26 @@ where
         Strategy::Batched => {
             let batches = n.div_ceil(k);
             let calls = (0..batches).map(|i| tracked(i, k.min(n - i * k)));
-            for outcome in join_all(calls).await {
-                tally.record(outcome);
+            for (id, outcome) in join_all(calls).await {
+                tally.record(id, outcome);
             }
         }
+    }
+    tally.peak_in_flight = in_flight.peak.get();
+    tally
+}
+
+/// Makes the given calls all at once (a job's retries).
+pub async fn run_calls<F, Fut>(calls: Vec<CallId>, call: F) -> Tally
+where
+    F: Fn(CallId) -> Fut,
+    Fut: Future<Output = Result<u64, FailureKind>>,
+{
+    let in_flight = InFlight::default();
+    let mut tally = Tally::default();
+    let outcomes = join_all(calls.iter().map(|&id| in_flight.track(call(id)))).await;
+    for (id, outcome) in calls.into_iter().zip(outcomes) {
+        tally.record(id, outcome);
     }
     tally.peak_in_flight = in_flight.peak.get();
     tally
@@ -197,6 +217,8 @@ mod tests {
         let tally = drive(&platform, Strategy::Parallel, 10, 1, first);
         assert_eq!((tally.succeeded, tally.calls, tally.peak_in_flight), (3, 10, 3));
         assert_eq!(tally.failures.get(&FailureKind::CallPerformFailed), Some(&7));
+        let failed: Vec<u64> = tally.failed.iter().map(|f| f.0.index).collect();
+        assert_eq!(failed, (3..10).collect::<Vec<_>>(), "which calls failed is known");
         assert_eq!(platform.in_flight.get(), 0);
     }
 

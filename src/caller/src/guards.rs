@@ -2,7 +2,7 @@
 //! functions of their inputs, so they are unit-tested natively; `lib.rs` feeds
 //! them what the system API says.
 
-use candid::Principal;
+use candid::{CandidType, Deserialize, Principal};
 
 /// The most calls one `sequential_calls` / `parallel_calls` request may make.
 /// Larger runs belong in several requests: one message's instruction limit and
@@ -13,7 +13,7 @@ pub const MAX_CALLS: u64 = 10_000;
 pub const CALLEE_ENV_VAR: &str = "PUBLIC_CANISTER_ID:callee";
 
 /// A number of calls that is within [`MAX_CALLS`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallCount(u64);
 
 impl CallCount {

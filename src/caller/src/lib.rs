@@ -1,8 +1,10 @@
 //! The caller canister: endpoints only. The strategies live in [`fan_out`],
-//! plans and reports in [`plan`], the rules in [`guards`].
+//! plans and reports in [`plan`], retrying jobs in [`jobs`], the rules in
+//! [`guards`].
 
 mod fan_out;
 mod guards;
+mod jobs;
 pub mod plan;
 
 use candid::Principal;
@@ -16,8 +18,11 @@ use ic_stable_structures::{DefaultMemoryImpl, StableCell};
 use std::cell::RefCell;
 
 use guards::CALLEE_ENV_VAR;
-use plan::{FailureKind, PingBatch, Plan, Report, Strategy, ValidPlan, Wait};
+use jobs::Job;
+use plan::{CallId, FailureKind, PingBatch, Plan, Report, Strategy, ValidPlan, Wait};
 use serde_bytes::ByteBuf;
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 type Memory = VirtualMemory<DefaultMemoryImpl>;
 
@@ -58,21 +63,60 @@ fn callee() -> Result<Principal, String> {
     })
 }
 
-/// One call to `callee`: a `ping`, or a `ping_batch` carrying `pings`
-/// pings. Yields how many pings were acknowledged.
-async fn ping(callee: Principal, wait: Wait, batch: Option<u64>) -> Result<u64, FailureKind> {
-    let method = if batch.is_some() { "ping_batch" } else { "ping" };
-    let call = match wait {
-        Wait::Bounded => Call::bounded_wait(callee, method),
-        Wait::Unbounded => Call::unbounded_wait(callee, method),
+/// What one call carries.
+#[derive(Clone, Copy)]
+enum Pings {
+    /// `ping`.
+    One,
+    /// `ping_once(nonce)`: executed once however often it arrives.
+    OneOnce(u64),
+    /// `ping_batch`: `count` pings, nonce-tagged from `first_nonce` if given.
+    Batch { count: u64, first_nonce: Option<u64> },
+}
+
+/// How a plan reaches its callees.
+struct Pinger<'a> {
+    plan: &'a ValidPlan,
+    /// Jobs that retry `SYS_UNKNOWN` tag their pings: job id in the high bits.
+    nonce_base: Option<u64>,
+}
+
+impl Pinger<'_> {
+    fn call(&self, call: CallId) -> impl std::future::Future<Output = Result<u64, FailureKind>> + use<> {
+        let plan = self.plan;
+        let callee = plan.callees[(call.index % plan.callees.len() as u64) as usize];
+        let first_ping = call.index * plan.k;
+        let pings = match (plan.strategy, self.nonce_base) {
+            (Strategy::Batched, base) => {
+                Pings::Batch { count: call.pings, first_nonce: base.map(|b| b + first_ping) }
+            }
+            (_, Some(base)) => Pings::OneOnce(base + call.index),
+            (_, None) => Pings::One,
+        };
+        ping(callee, plan.wait, plan.timeout_seconds, pings)
+    }
+}
+
+/// One call to `callee`; yields how many pings were acknowledged.
+async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings) -> Result<u64, FailureKind> {
+    let method = match pings {
+        Pings::One => "ping",
+        Pings::OneOnce(_) => "ping_once",
+        Pings::Batch { .. } => "ping_batch",
     };
-    match batch {
-        None => call.await.map(|_| 1).map_err(|e| classify(&e)),
-        Some(pings) => {
-            let batch = PingBatch { first_nonce: 0, count: pings as u32 };
+    let call = match (wait, timeout) {
+        (Wait::Bounded, None) => Call::bounded_wait(callee, method),
+        (Wait::Bounded, Some(seconds)) => Call::bounded_wait(callee, method).change_timeout(seconds),
+        (Wait::Unbounded, _) => Call::unbounded_wait(callee, method),
+    };
+    match pings {
+        Pings::One => call.await.map(|_| 1).map_err(|e| classify(&e)),
+        Pings::OneOnce(nonce) => call.with_arg(nonce).await.map(|_| 1).map_err(|e| classify(&e)),
+        Pings::Batch { count, first_nonce } => {
+            let batch = PingBatch { first_nonce, count: count as u32 };
             let response = call.with_arg(batch).await.map_err(|e| classify(&e))?;
             let results: ByteBuf = response.candid().map_err(|_| FailureKind::CandidDecodeFailed)?;
-            Ok(results.iter().filter(|&&r| r == plan::ACKNOWLEDGED).count() as u64)
+            Ok(results.iter().filter(|&&r| plan::acknowledged(r)).count() as u64)
         }
     }
 }
@@ -89,10 +133,9 @@ fn classify(error: &CallFailed) -> FailureKind {
 /// Runs a validated plan in this call context and reports on it.
 async fn run(plan: ValidPlan) -> Report {
     let (started, balance) = (time(), canister_cycle_balance());
-    let callees = &plan.callees;
-    let batched = plan.strategy == Strategy::Batched;
-    let tally = fan_out::run(plan.strategy, plan.n.get(), plan.k, |i, pings| {
-        ping(callees[(i % callees.len() as u64) as usize], plan.wait, batched.then_some(pings))
+    let pinger = Pinger { plan: &plan, nonce_base: None };
+    let tally = fan_out::run(plan.strategy, plan.n.get(), plan.k, |index, pings| {
+        pinger.call(CallId { index, pings })
     })
     .await;
     Report {
@@ -105,6 +148,7 @@ async fn run(plan: ValidPlan) -> Report {
         instructions: call_context_instruction_counter(),
         cycles_spent: balance.saturating_sub(canister_cycle_balance()).into(),
         time_elapsed_ns: time() - started,
+        finished: true,
     }
 }
 
@@ -114,7 +158,7 @@ fn validate(plan: Plan) -> ValidPlan {
 
 /// The example's endpoints: a plan with the stored callee.
 fn example_plan(strategy: Strategy, n: u64) -> ValidPlan {
-    validate(Plan { strategy, n, k: None, wait: None, callees: None })
+    validate(Plan { strategy, n, k: None, wait: None, callees: None, retry: None, timeout_seconds: None })
 }
 
 #[ic_cdk::update(guard = "caller_is_controller")]
@@ -127,10 +171,141 @@ async fn parallel_calls(n: u64) -> u64 {
     run(example_plan(Strategy::Parallel, n)).await.succeeded
 }
 
-/// Runs any plan in this call and replies with its report.
+/// Runs a plan without retries in this call and replies with its report.
 #[ic_cdk::update(guard = "caller_is_controller")]
 async fn run_plan(plan: Plan) -> Report {
+    if plan.retry.is_some() {
+        reject("plans with retries run as jobs, because retries run from timers: use start_job".into());
+    }
     run(validate(plan)).await
+}
+
+// ----- Jobs -----
+
+/// Every job, by id; in the heap, saved to stable memory across upgrades.
+#[derive(candid::CandidType, candid::Deserialize, Default)]
+struct Jobs {
+    next_id: u64,
+    jobs: BTreeMap<u64, Job>,
+}
+
+thread_local! {
+    static JOBS: RefCell<Jobs> = RefCell::new(Jobs::default());
+    /// Jobs with a retry timer set, and when it fires (timers do not
+    /// survive upgrades, so neither does this).
+    static ARMED: RefCell<BTreeMap<u64, u64>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+fn with_job<R>(id: u64, f: impl FnOnce(&mut Job) -> R) -> R {
+    JOBS.with(|j| f(j.borrow_mut().jobs.get_mut(&id).expect("jobs are never removed")))
+}
+
+/// Starts a plan as a job and replies with its id at once; `job_status`
+/// tells how it goes.
+#[ic_cdk::update(guard = "caller_is_controller")]
+fn start_job(plan: Plan) -> u64 {
+    let plan = validate(plan);
+    let id = JOBS.with(|j| {
+        let mut j = j.borrow_mut();
+        j.next_id += 1;
+        let id = j.next_id;
+        j.jobs.insert(id, Job::new(plan, time(), canister_cycle_balance()));
+        id
+    });
+    ic_cdk::futures::spawn(first_pass(id));
+    id
+}
+
+#[ic_cdk::query]
+fn job_status(id: u64) -> Option<Report> {
+    JOBS.with(|j| j.borrow().jobs.get(&id).map(|job| job.report(time(), canister_cycle_balance())))
+}
+
+/// Nonces of job `id`'s pings, when its retries need them.
+fn nonce_base(id: u64, plan: &ValidPlan) -> Option<u64> {
+    plan.retry.filter(|r| r.idempotent).map(|_| id << 32)
+}
+
+async fn first_pass(id: u64) {
+    let plan = with_job(id, |job| job.plan.clone());
+    let pinger = Pinger { plan: &plan, nonce_base: nonce_base(id, &plan) };
+    let tally = fan_out::run(plan.strategy, plan.n.get(), plan.k, |index, pings| {
+        pinger.call(CallId { index, pings })
+    })
+    .await;
+    with_job(id, |job| job.absorb(&tally, |_| 1, call_context_instruction_counter(), time()));
+    arm_retry_timer(id);
+}
+
+/// Sets a timer for the job's next due retry, unless one fires by then.
+fn arm_retry_timer(id: u64) {
+    let Some(due) = with_job(id, |job| job.next_due()) else { return };
+    if ARMED.with(|a| a.borrow().get(&id).is_some_and(|&armed| armed <= due)) {
+        return;
+    }
+    ARMED.with(|a| a.borrow_mut().insert(id, due));
+    let delay = Duration::from_nanos(due.saturating_sub(time()));
+    ic_cdk_timers::set_timer(delay, retry_pass(id));
+}
+
+/// The most retries one timer makes at once: a bounded plan's window, else
+/// what the callees' queues can take.
+fn retry_window(plan: &ValidPlan) -> usize {
+    match plan.strategy {
+        Strategy::Bounded => plan.k as usize,
+        _ => RETRY_WINDOW_PER_CALLEE * plan.callees.len(),
+    }
+}
+
+/// The platform's per-pair queue is 500; a window of that size per callee
+/// keeps a retry pass from failing for lack of slots on its own.
+const RETRY_WINDOW_PER_CALLEE: usize = 500;
+
+/// Runs from a timer: the due retries, all at once, then the next timer.
+async fn retry_pass(id: u64) {
+    ARMED.with(|a| a.borrow_mut().remove(&id));
+    let plan = with_job(id, |job| job.plan.clone());
+    let due = with_job(id, |job| job.take_due(time(), retry_window(&plan)));
+    arm_retry_timer(id);
+    if due.is_empty() {
+        return;
+    }
+    let attempts: BTreeMap<u64, u32> = due.iter().map(|p| (p.call.index, p.attempt)).collect();
+    let pinger = Pinger { plan: &plan, nonce_base: nonce_base(id, &plan) };
+    let tally = fan_out::run_calls(due.iter().map(|p| p.call).collect(), |call| pinger.call(call)).await;
+    with_job(id, |job| {
+        job.absorb(&tally, |call| attempts[&call.index], call_context_instruction_counter(), time())
+    });
+    arm_retry_timer(id);
+}
+
+const JOBS_MEMORY: MemoryId = MemoryId::new(1);
+
+thread_local! {
+    /// The jobs while an upgrade is under way.
+    static JOBS_SAVED: RefCell<StableCell<Vec<u8>, Memory>> = RefCell::new(
+        StableCell::init(MEMORY_MANAGER.with(|m| m.get(JOBS_MEMORY)), vec![]),
+    );
+}
+
+#[ic_cdk::pre_upgrade]
+fn pre_upgrade() {
+    let saved = JOBS.with(|j| candid::encode_one(&*j.borrow())).expect("jobs encode");
+    JOBS_SAVED.with(|s| s.borrow_mut().set(saved));
+}
+
+/// Restores the jobs and re-arms their timers, which an upgrade drops.
+#[ic_cdk::post_upgrade]
+fn post_upgrade() {
+    let saved = JOBS_SAVED.with(|s| s.borrow_mut().set(vec![]));
+    if !saved.is_empty() {
+        let jobs: Jobs = candid::decode_one(&saved).expect("jobs saved by pre_upgrade decode");
+        JOBS.with(|j| *j.borrow_mut() = jobs);
+    }
+    let ids: Vec<u64> = JOBS.with(|j| j.borrow().jobs.keys().copied().collect());
+    for id in ids {
+        arm_retry_timer(id);
+    }
 }
 
 ic_cdk::export_candid!();

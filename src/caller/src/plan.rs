@@ -8,16 +8,23 @@ use crate::guards::{self, CallCount};
 
 /// The most pings one batched call may carry.
 pub const MAX_BATCH: u64 = 1_000;
-/// The callee's `ping_batch` argument: pings `first_nonce`, `first_nonce +
-/// 1`, ... (`count` of them). It answers with one byte per ping.
+/// The callee's `ping_batch` argument: `count` pings, tagged with nonces
+/// `first_nonce`, `first_nonce + 1`, ... if given. It answers with one
+/// byte per ping.
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PingBatch {
-    pub first_nonce: u64,
+    pub first_nonce: Option<u64>,
     pub count: u32,
 }
 
-/// A `ping_batch` result byte: the ping was acknowledged.
-pub const ACKNOWLEDGED: u8 = 1;
+/// `ping_batch` result bytes: executed now, or (a nonce seen before)
+/// executed earlier. Either way the ping was delivered.
+pub const EXECUTED: u8 = 1;
+pub const EXECUTED_EARLIER: u8 = 2;
+
+pub fn acknowledged(result: u8) -> bool {
+    result == EXECUTED || result == EXECUTED_EARLIER
+}
 
 /// The most callees one plan may spread over.
 pub const MAX_CALLEES: usize = 16;
@@ -59,10 +66,37 @@ pub struct Plan {
     pub wait: Option<Wait>,
     /// Callees to spread the calls over, round-robin; default: the callee.
     pub callees: Option<Vec<Principal>>,
+    /// Retry failures that are safe to retry, later, from a timer. Plans
+    /// with retries run as jobs (`start_job`).
+    pub retry: Option<RetryPolicy>,
+    /// Bounded-wait calls: how long to wait for a response (at most 300 s,
+    /// the default).
+    pub timeout_seconds: Option<u32>,
+}
+
+/// When and how often a job retries a failed call.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts per call, the first included (2 to 20).
+    pub max_attempts: u32,
+    /// Delay before the first retry; it doubles with every further attempt
+    /// (1 ms to 1 hour).
+    pub backoff_ms: u64,
+    /// Tag every ping with a nonce that the callee executes once, so that
+    /// `SYS_UNKNOWN` (the outcome is unknown) is safe to retry too.
+    pub idempotent: bool,
+}
+
+impl RetryPolicy {
+    /// The delay before attempt number `attempt` (2 for the first retry).
+    pub fn backoff_ns(&self, attempt: u32) -> u64 {
+        let doublings = attempt.saturating_sub(2).min(20);
+        self.backoff_ms.saturating_mul(1_000_000).saturating_mul(1 << doublings)
+    }
 }
 
 /// A plan that passed [`validate`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct ValidPlan {
     pub strategy: Strategy,
     pub n: CallCount,
@@ -70,6 +104,8 @@ pub struct ValidPlan {
     pub k: u64,
     pub wait: Wait,
     pub callees: Vec<Principal>,
+    pub retry: Option<RetryPolicy>,
+    pub timeout_seconds: Option<u32>,
 }
 
 /// Checks a plan before any call is made. `default_callee` is consulted
@@ -112,7 +148,34 @@ pub fn validate(
             callees.into_iter().map(|c| guards::check_callee(c, this_canister)).collect::<Result<_, _>>()?
         }
     };
-    Ok(ValidPlan { strategy: plan.strategy, n, k, wait: plan.wait.unwrap_or_default(), callees })
+    if let Some(policy) = plan.retry {
+        if !(2..=20).contains(&policy.max_attempts) {
+            return Err(format!("retry.max_attempts = {}: allowed are 2 to 20", policy.max_attempts));
+        }
+        if !(1..=3_600_000).contains(&policy.backoff_ms) {
+            return Err(format!(
+                "retry.backoff_ms = {}: allowed are 1 to 3600000 (an hour)",
+                policy.backoff_ms
+            ));
+        }
+    }
+    let wait = plan.wait.unwrap_or_default();
+    match (wait, plan.timeout_seconds) {
+        (Wait::Unbounded, Some(_)) => return Err("timeout_seconds applies to bounded-wait calls only".into()),
+        (_, Some(t)) if !(1..=300).contains(&t) => {
+            return Err(format!("timeout_seconds = {t}: allowed are 1 to 300"));
+        }
+        _ => {}
+    }
+    Ok(ValidPlan {
+        strategy: plan.strategy,
+        n,
+        k,
+        wait,
+        callees,
+        retry: plan.retry,
+        timeout_seconds: plan.timeout_seconds,
+    })
 }
 
 /// Why a call failed: not performed (`CallPerformFailed`,
@@ -134,6 +197,20 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// Safe to try again later: the call was not performed
+    /// (`CallPerformFailed`), or the system says the callee did not get it
+    /// (`SYS_TRANSIENT`), as ic-cdk's `is_clean_reject` and
+    /// `is_immediately_retryable` classify them. `SYS_UNKNOWN` (it may have
+    /// run) only when the callee executes every ping once (`idempotent`).
+    /// Not `InsufficientLiquidCycleBalance`: that needs cycles, not time.
+    pub fn retryable(self, idempotent: bool) -> bool {
+        match self {
+            Self::CallPerformFailed | Self::SysTransient => true,
+            Self::SysUnknown => idempotent,
+            _ => false,
+        }
+    }
+
     pub fn from_reject_code(code: u32) -> Self {
         match code {
             1 => Self::SysFatal,
@@ -172,8 +249,18 @@ pub struct Report {
     pub instructions: u64,
     /// Cycles the run cost: the balance before it minus the balance after.
     pub cycles_spent: Nat,
-    /// IC time from the start of the run to its end.
+    /// IC time from the start of the run to its end (or to now, for a
+    /// job that has not finished).
     pub time_elapsed_ns: u64,
+    /// False while a job still has calls in flight or retries to make.
+    pub finished: bool,
+}
+
+/// Which call of a run: its number and the pings it carries.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallId {
+    pub index: u64,
+    pub pings: u64,
 }
 
 /// Counts as the calls of a run complete.
@@ -183,15 +270,20 @@ pub struct Tally {
     pub calls: u64,
     pub failures: BTreeMap<FailureKind, u64>,
     pub peak_in_flight: u64,
+    /// The calls that failed, and why.
+    pub failed: Vec<(CallId, FailureKind)>,
 }
 
 impl Tally {
     /// One call's outcome: the pings it had acknowledged, or why it failed.
-    pub fn record(&mut self, outcome: Result<u64, FailureKind>) {
+    pub fn record(&mut self, call: CallId, outcome: Result<u64, FailureKind>) {
         self.calls += 1;
         match outcome {
             Ok(acknowledged) => self.succeeded += acknowledged,
-            Err(kind) => *self.failures.entry(kind).or_default() += 1,
+            Err(kind) => {
+                *self.failures.entry(kind).or_default() += 1;
+                self.failed.push((call, kind));
+            }
         }
     }
 
@@ -209,7 +301,44 @@ mod tests {
     }
 
     fn plan(strategy: Strategy, n: u64, k: Option<u64>) -> Plan {
-        Plan { strategy, n, k, wait: None, callees: None }
+        Plan { strategy, n, k, wait: None, callees: None, retry: None, timeout_seconds: None }
+    }
+
+    #[test]
+    fn retry_policies_and_timeouts_are_checked() {
+        let policy = RetryPolicy { max_attempts: 3, backoff_ms: 1000, idempotent: false };
+        let with = |retry, timeout_seconds, wait| Plan {
+            retry,
+            timeout_seconds,
+            wait,
+            ..plan(Strategy::Parallel, 1, None)
+        };
+        assert!(check(with(Some(policy), Some(10), None)).is_ok());
+        let err = check(with(Some(RetryPolicy { max_attempts: 1, ..policy }), None, None)).unwrap_err();
+        assert!(err.contains("2 to 20"), "{err}");
+        let err = check(with(Some(RetryPolicy { backoff_ms: 0, ..policy }), None, None)).unwrap_err();
+        assert!(err.contains("backoff_ms"), "{err}");
+        assert!(check(with(None, Some(301), None)).unwrap_err().contains("1 to 300"));
+        assert!(check(with(None, Some(10), Some(Wait::Unbounded))).unwrap_err().contains("bounded-wait"));
+    }
+
+    #[test]
+    fn backoff_doubles_per_attempt() {
+        let policy = RetryPolicy { max_attempts: 5, backoff_ms: 100, idempotent: false };
+        assert_eq!([2, 3, 4].map(|a| policy.backoff_ns(a)), [100_000_000, 200_000_000, 400_000_000]);
+    }
+
+    #[test]
+    fn only_clean_failures_are_retried_and_sys_unknown_only_when_idempotent() {
+        assert!(FailureKind::CallPerformFailed.retryable(false));
+        assert!(FailureKind::SysTransient.retryable(false));
+        assert!(!FailureKind::SysUnknown.retryable(false));
+        assert!(FailureKind::SysUnknown.retryable(true));
+        for kind in [FailureKind::CanisterError, FailureKind::CanisterReject, FailureKind::DestinationInvalid]
+        {
+            assert!(!kind.retryable(true), "{kind:?}");
+        }
+        assert!(!FailureKind::InsufficientLiquidCycleBalance.retryable(true));
     }
 
     fn check(p: Plan) -> Result<ValidPlan, String> {
@@ -220,6 +349,7 @@ mod tests {
     fn defaults_are_the_stored_callee_and_bounded_wait() {
         let v = check(plan(Strategy::Parallel, 10, None)).unwrap();
         assert_eq!((v.k, v.wait, v.callees), (1, Wait::Bounded, vec![principal(2)]));
+        assert_eq!((v.retry, v.timeout_seconds), (None, None));
     }
 
     #[test]
@@ -278,10 +408,12 @@ mod tests {
     #[test]
     fn the_tally_counts_pings_calls_and_failures_by_kind() {
         let mut t = Tally::default();
-        t.record(Ok(5));
-        t.record(Err(FailureKind::CallPerformFailed));
-        t.record(Err(FailureKind::CallPerformFailed));
-        t.record(Err(FailureKind::SysUnknown));
+        let call = |index| CallId { index, pings: 1 };
+        t.record(call(0), Ok(5));
+        t.record(call(1), Err(FailureKind::CallPerformFailed));
+        t.record(call(2), Err(FailureKind::CallPerformFailed));
+        t.record(call(3), Err(FailureKind::SysUnknown));
+        assert_eq!(t.failed.len(), 3);
         assert_eq!((t.succeeded, t.calls), (5, 4));
         assert_eq!(
             t.failures(),

@@ -1,0 +1,164 @@
+//! Jobs: plans that retry from timers, measured on the simulator.
+
+use caller::plan::{FailureKind, Plan, Report, RetryPolicy, Strategy};
+use candid::{Principal, decode_one, encode_one};
+use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::{Engine, TimeStep};
+use multi_subnet::scenario::{self, Deployment, Topology, controller};
+
+const TIMER_TASK: &str = "<ic-cdk internal> timer_executor";
+
+fn deployed() -> (SimEngine, Deployment) {
+    let wasms = canister_wasm::caller_and_callee().unwrap();
+    let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
+    let deployment = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
+    (engine, deployment)
+}
+
+fn plan(strategy: Strategy, n: u64, retry: RetryPolicy) -> Plan {
+    Plan { strategy, n, k: None, wait: None, callees: None, retry: Some(retry), timeout_seconds: None }
+}
+
+fn start_job(engine: &mut SimEngine, d: &Deployment, plan: &Plan) -> u64 {
+    let reply =
+        engine.sim_mut().update_call(d.caller, controller(), "start_job", encode_one(plan).unwrap()).unwrap();
+    decode_one(&reply).unwrap()
+}
+
+fn status(engine: &mut SimEngine, d: &Deployment, job: u64) -> Report {
+    let reply =
+        engine.sim_mut().query_call(d.caller, controller(), "job_status", encode_one(job).unwrap()).unwrap();
+    decode_one::<Option<Report>>(&reply).unwrap().expect("the job exists")
+}
+
+/// Ticks until the job reports it finished.
+fn finish(engine: &mut SimEngine, d: &Deployment, job: u64) -> Report {
+    for _ in 0..2_000 {
+        let report = status(engine, d, job);
+        if report.finished {
+            return report;
+        }
+        engine.tick();
+    }
+    panic!("the job did not finish: {:?}", status(engine, d, job));
+}
+
+fn failures(report: &Report, kind: FailureKind) -> u64 {
+    report.failures.iter().find(|f| f.kind == kind).map_or(0, |f| f.count)
+}
+
+fn pings_received(engine: &mut SimEngine, callee: Principal) -> u64 {
+    decode_one(
+        &engine
+            .sim_mut()
+            .query_call(callee, controller(), "pings_received", encode_one(()).unwrap())
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn retries_from_timers_deliver_all_2000_parallel_pings() {
+    let (mut engine, d) = deployed();
+    let backoff_ms = 3_000;
+    let policy = RetryPolicy { max_attempts: 10, backoff_ms, idempotent: false };
+    let started = engine.sim().time();
+    let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 2000, policy));
+    let report = finish(&mut engine, &d, job);
+    assert_eq!(report.succeeded, 2000, "{report:?}");
+    assert!(report.retries >= 1500, "{report:?}");
+    assert_eq!(failures(&report, FailureKind::CallPerformFailed), report.calls - 2000);
+    assert_eq!(pings_received(&mut engine, d.callee()), 2000);
+
+    // The engine saw it: the first 500 calls in start_job; every retried
+    // call_perform in a timer task, no earlier than the failure + backoff.
+    let performed = &engine.sim().stats(d.caller).unwrap().calls_performed_in;
+    let first: Vec<&(String, u64)> = performed.iter().filter(|(entry, _)| entry == "start_job").collect();
+    assert_eq!(first.len(), 500);
+    let failed_at = first[0].1;
+    assert!(failed_at >= started);
+    // canister_global_timer only makes ic-cdk-timers' self-call to its task.
+    let timer_self_calls = performed.iter().filter(|(entry, _)| entry == "canister_global_timer").count();
+    assert!(timer_self_calls >= 1);
+    let retried: Vec<&(String, u64)> = performed
+        .iter()
+        .filter(|(entry, _)| entry != "start_job" && entry != "canister_global_timer")
+        .collect();
+    assert_eq!(retried.len(), 1500);
+    for (entry, time) in retried {
+        assert_eq!(entry, TIMER_TASK, "retries run from timers only");
+        assert!(*time >= failed_at + backoff_ms * 1_000_000, "a retry at {time} before the backoff ended");
+    }
+}
+
+#[test]
+fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
+    let (mut engine, d) = deployed();
+    let mut p =
+        plan(Strategy::Parallel, 20, RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true });
+    p.timeout_seconds = Some(5);
+    let job = start_job(&mut engine, &d, &p);
+    // The callee executed the pings in start_job's tick; the caller is held
+    // back past the deadline, so it learns only SYS_UNKNOWN.
+    assert_eq!(pings_received(&mut engine, d.callee()), 20);
+    engine.sim_mut().pause_canister(d.caller, 10);
+    let report = finish(&mut engine, &d, job);
+    assert_eq!((report.succeeded, report.retries), (20, 20), "{report:?}");
+    assert_eq!(failures(&report, FailureKind::SysUnknown), 20);
+    assert_eq!(
+        engine.sim().stats(d.callee()).unwrap().executions_of("ping_once"),
+        40,
+        "each ping arrived twice"
+    );
+    assert_eq!(pings_received(&mut engine, d.callee()), 20, "and executed once");
+}
+
+#[test]
+fn without_idempotence_sys_unknown_is_not_retried() {
+    let (mut engine, d) = deployed();
+    let mut p =
+        plan(Strategy::Parallel, 5, RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: false });
+    p.timeout_seconds = Some(5);
+    let job = start_job(&mut engine, &d, &p);
+    engine.sim_mut().pause_canister(d.caller, 10);
+    let report = finish(&mut engine, &d, job);
+    assert_eq!((report.succeeded, report.retries, failures(&report, FailureKind::SysUnknown)), (0, 0, 5));
+    assert_eq!(pings_received(&mut engine, d.callee()), 5, "they did run: that is why they are not retried");
+}
+
+#[test]
+fn a_job_survives_an_upgrade_of_the_caller() {
+    let (mut engine, d) = deployed();
+    let policy = RetryPolicy { max_attempts: 5, backoff_ms: 30_000, idempotent: false };
+    let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 1000, policy));
+    for _ in 0..3 {
+        engine.tick();
+    }
+    let before = status(&mut engine, &d, job);
+    assert_eq!((before.succeeded, before.finished), (500, false), "the rest waits for its retry");
+    let wasm = canister_wasm::caller_and_callee().unwrap().caller;
+    let sim = engine.sim_mut();
+    sim.stop_canister(d.caller, controller()).unwrap();
+    sim.upgrade_canister(d.caller, &wasm, encode_one(()).unwrap(), controller()).unwrap();
+    sim.start_canister(d.caller, controller()).unwrap();
+    let after = status(&mut engine, &d, job);
+    assert_eq!(
+        (after.succeeded, after.calls, after.retries),
+        (before.succeeded, before.calls, before.retries)
+    );
+    let report = finish(&mut engine, &d, job);
+    assert_eq!(report.succeeded, 1000, "the timer was re-armed after the upgrade: {report:?}");
+}
+
+#[test]
+fn run_plan_refuses_retries_and_job_status_of_an_unknown_job_is_null() {
+    let (mut engine, d) = deployed();
+    let p = plan(Strategy::Parallel, 5, RetryPolicy { max_attempts: 2, backoff_ms: 1, idempotent: false });
+    let err = scenario::run_plan(&mut engine, &d, &p).unwrap_err();
+    assert!(format!("{err:#}").contains("use start_job"), "{err:#}");
+    let reply = engine
+        .sim_mut()
+        .query_call(d.caller, controller(), "job_status", encode_one(99u64).unwrap())
+        .unwrap();
+    assert_eq!(decode_one::<Option<Report>>(&reply).unwrap(), None);
+}
