@@ -11,6 +11,7 @@ use crate::engines::{Engine, EngineChoice, EngineFactory, TimeStep};
 use crate::report::{ExampleFormat, Format, Report, SweepReport};
 use crate::scenario::{self, Run, Strategy, Topology};
 use crate::sweep::{self, StrategyName, SweepSpec, WaitName};
+use caller::plan::RetryPolicy;
 
 /// Runs `n` ping calls from a caller canister to a callee canister,
 /// sequentially and in parallel, and reports successes, rounds and time.
@@ -94,6 +95,19 @@ pub struct SweepArgs {
     /// IC time per round in ns, set on both engines (mainnet-like by default).
     #[arg(long, default_value_t = TimeStep::ONE_SECOND.0)]
     pub time_step_ns: u64,
+
+    /// Run every plan as a job that retries clean failures from timers
+    /// (up to 10 attempts, the first after --backoff-ms, then doubling).
+    #[arg(long)]
+    pub retry: bool,
+
+    /// With --retry: the first backoff.
+    #[arg(long, default_value_t = 1000, requires = "retry")]
+    pub backoff_ms: u64,
+
+    /// With --retry: tag pings with nonces, so that SYS_UNKNOWN is retried too.
+    #[arg(long, requires = "retry")]
+    pub idempotent: bool,
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -204,6 +218,11 @@ impl SweepArgs {
             callees: self.callees as usize,
             repeat: self.repeat as usize,
             time_step: TimeStep(self.time_step_ns),
+            retry: self.retry.then_some(RetryPolicy {
+                max_attempts: 10,
+                backoff_ms: self.backoff_ms,
+                idempotent: self.idempotent,
+            }),
         }
     }
 

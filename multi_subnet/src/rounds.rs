@@ -40,10 +40,20 @@ pub fn execute(
 
 /// Ticks until the outcome of `id` is known.
 pub fn await_outcome(engine: &mut dyn Engine, id: IngressId, limit: RoundLimit) -> Result<Completed> {
+    let (outcome, rounds) = tick_until(engine, limit, |engine| Ok(engine.ingress_status(id)))?;
+    Ok(Completed { outcome, rounds })
+}
+
+/// Ticks until `poll` has an answer (it is asked before every tick).
+pub fn tick_until<T>(
+    engine: &mut dyn Engine,
+    limit: RoundLimit,
+    mut poll: impl FnMut(&mut dyn Engine) -> Result<Option<T>>,
+) -> Result<(T, RoundsToComplete)> {
     let mut rounds = 0;
     loop {
-        if let Some(outcome) = engine.ingress_status(id) {
-            return Ok(Completed { outcome, rounds: RoundsToComplete(rounds) });
+        if let Some(answer) = poll(engine)? {
+            return Ok((answer, RoundsToComplete(rounds)));
         }
         if rounds == limit.0 {
             bail!("no answer after {} rounds", limit.0);
@@ -97,6 +107,12 @@ mod tests {
         }
         fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
             (self.ticks - self.submitted_at[id.0] >= self.ticks_needed).then(|| self.outcome.clone())
+        }
+        fn cycle_balance(&mut self, _: Principal) -> u128 {
+            unreachable!()
+        }
+        fn query(&mut self, _: Principal, _: Principal, _: &str, _: Vec<u8>) -> IngressOutcome {
+            unreachable!()
         }
     }
 

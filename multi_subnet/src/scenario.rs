@@ -212,12 +212,40 @@ pub struct PlanRun {
     pub report: Report,
     pub rounds: RoundsToComplete,
     pub wall: Duration,
+    /// The caller's balance before minus after, as the engine sees it once
+    /// every call is answered and every prepayment refunded.
+    pub cycles: u128,
 }
+
+/// Runs `plan` as a job (`start_job`), ticking until `job_status` says it
+/// finished; rounds count from the submission of `start_job`.
+pub fn run_job(engine: &mut dyn Engine, deployment: &Deployment, plan: &Plan) -> Result<PlanRun> {
+    let balance = engine.cycle_balance(deployment.caller);
+    let started = Instant::now();
+    let job = call_caller::<u64>(engine, deployment, "start_job", encode_one(plan)?, round_limit(1))?;
+    let limit = RoundLimit(round_limit(plan.n).0 + JOB_ROUND_ALLOWANCE);
+    let arg = encode_one(job.reply)?;
+    let (report, rounds) = rounds::tick_until(engine, limit, |engine| {
+        let status = engine.query(deployment.caller, controller(), "job_status", arg.clone());
+        let status = status.map_err(|reject| anyhow::anyhow!("job_status was rejected: {reject}"))?;
+        Ok(decode_one::<Option<Report>>(&status)?.filter(|r| r.finished))
+    })
+    .with_context(|| format!("job {}", job.reply))?;
+    let rounds = RoundsToComplete(job.rounds.0 + rounds.0);
+    let wall = started.elapsed();
+    let cycles = balance.saturating_sub(engine.cycle_balance(deployment.caller));
+    Ok(PlanRun { report, rounds, wall, cycles })
+}
+
+/// Rounds a job may spend waiting out its backoffs, beyond its calls.
+const JOB_ROUND_ALLOWANCE: u64 = 100_000;
 
 /// Runs `plan` with `run_plan`.
 pub fn run_plan(engine: &mut dyn Engine, deployment: &Deployment, plan: &Plan) -> Result<PlanRun> {
+    let balance = engine.cycle_balance(deployment.caller);
     let answered =
         call_caller::<Report>(engine, deployment, "run_plan", encode_one(plan)?, round_limit(plan.n))
             .with_context(|| format!("run_plan({:?}, n = {})", plan.strategy, plan.n))?;
-    Ok(PlanRun { report: answered.reply, rounds: answered.rounds, wall: answered.wall })
+    let cycles = balance.saturating_sub(engine.cycle_balance(deployment.caller));
+    Ok(PlanRun { report: answered.reply, rounds: answered.rounds, wall: answered.wall, cycles })
 }

@@ -2,7 +2,7 @@
 //! a fresh deployment, `repeat` times, as one row of figures.
 
 use anyhow::Result;
-use caller::plan::{FailureKind, Plan, Strategy, Wait};
+use caller::plan::{FailureKind, Plan, RetryPolicy, Strategy, Wait};
 use canister_wasm::CanisterWasms;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -23,6 +23,8 @@ pub struct SweepSpec {
     pub callees: usize,
     pub repeat: usize,
     pub time_step: TimeStep,
+    /// Run every plan as a job that retries with this policy.
+    pub retry: Option<RetryPolicy>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
@@ -92,7 +94,8 @@ pub struct Row {
     /// Instructions of the caller's whole call context.
     pub caller_instructions: u64,
     pub instructions_per_ping: f64,
-    /// Cycles the caller spent on the run.
+    /// Cycles the run cost the caller: its balance before minus after, once
+    /// everything was answered and refunded.
     pub cycles: u64,
     /// Failed calls by kind.
     pub failures: BTreeMap<String, u64>,
@@ -150,7 +153,7 @@ pub fn run(
             k,
             wait: Some(spec.wait.wait()),
             callees: None,
-            retry: None,
+            retry: spec.retry,
             timeout_seconds: None,
         };
         let mut walls = vec![];
@@ -161,7 +164,10 @@ pub fn run(
             let deployment = scenario::deploy_placed(engine.as_mut(), topology, placement, wasms)?;
             let plan =
                 Plan { callees: (spec.callees > 1).then(|| deployment.callees.clone()), ..plan.clone() };
-            let run = scenario::run_plan(engine.as_mut(), &deployment, &plan)?;
+            let run = match plan.retry {
+                None => scenario::run_plan(engine.as_mut(), &deployment, &plan)?,
+                Some(_) => scenario::run_job(engine.as_mut(), &deployment, &plan)?,
+            };
             walls.push(run.wall);
             first.get_or_insert(run);
             progress();
@@ -177,11 +183,11 @@ pub fn run(
             wall_ms: ms(percentile(&mut walls, 50)),
             k,
             wait: spec.wait,
-            retry: false,
+            retry: spec.retry.is_some(),
             callees: spec.callees as u64,
             caller_instructions: r.instructions,
             instructions_per_ping: if n == 0 { 0.0 } else { r.instructions as f64 / n as f64 },
-            cycles: u64::try_from(r.cycles_spent.0.clone()).unwrap_or(u64::MAX),
+            cycles: u64::try_from(run.cycles).unwrap_or(u64::MAX),
             failures: r.failures.iter().map(|f| (failure_name(f.kind), f.count)).collect(),
             peak_in_flight: r.peak_in_flight,
             time_step: spec.time_step.0,
@@ -218,6 +224,7 @@ mod tests {
             callees: 1,
             repeat: 1,
             time_step: TimeStep::ONE_SECOND,
+            retry: None,
         }
     }
 

@@ -34,6 +34,7 @@ fn charts_name_engine_topology_and_every_strategy_and_render() {
         callees: 1,
         repeat: 1,
         time_step: TimeStep::ONE_SECOND,
+        retry: None,
     };
     let factory = EngineFactory::Sim;
     let runs = sweep::run(&factory, &spec, &canister_wasm::caller_and_callee().unwrap(), || {}).unwrap();

@@ -155,4 +155,11 @@ pub trait Engine {
 
     /// `None` while the message is still being processed.
     fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome>;
+
+    /// The canister's cycle balance now.
+    fn cycle_balance(&mut self, canister: Principal) -> u128;
+
+    /// A query call; it changes nothing.
+    fn query(&mut self, canister: Principal, sender: Principal, method: &str, arg: Vec<u8>)
+    -> IngressOutcome;
 }

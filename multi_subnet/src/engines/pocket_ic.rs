@@ -94,10 +94,26 @@ impl Engine for PocketIcEngine {
         self.pic.tick();
     }
 
+    fn cycle_balance(&mut self, canister: Principal) -> u128 {
+        self.pic.cycle_balance(canister)
+    }
+
+    fn query(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> IngressOutcome {
+        self.pic.query_call(canister, sender, method, arg).map_err(reject)
+    }
+
     fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
         let raw = self.submitted[id.0].clone();
-        self.pic.ingress_status(raw).map(|outcome| {
-            outcome.map_err(|e| Reject { code: e.reject_code as u64, message: e.reject_message })
-        })
+        self.pic.ingress_status(raw).map(|outcome| outcome.map_err(reject))
     }
+}
+
+fn reject(e: pocket_ic::RejectResponse) -> Reject {
+    Reject { code: e.reject_code as u64, message: e.reject_message }
 }

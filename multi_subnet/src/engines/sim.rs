@@ -81,7 +81,24 @@ impl Engine for SimEngine {
     }
 
     fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
-        let outcome = self.sim.ingress_status(self.submitted[id.0])?;
-        Some(outcome.map_err(|r| Reject { code: r.code as u64, message: r.message }))
+        Some(self.sim.ingress_status(self.submitted[id.0])?.map_err(reject))
     }
+
+    fn cycle_balance(&mut self, canister: Principal) -> u128 {
+        self.sim.cycle_balance(canister).unwrap_or(0)
+    }
+
+    fn query(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> IngressOutcome {
+        self.sim.query_call(canister, sender, method, arg).map_err(reject)
+    }
+}
+
+fn reject(r: sim::Reject) -> Reject {
+    Reject { code: r.code as u64, message: r.message }
 }

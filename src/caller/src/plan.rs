@@ -247,7 +247,9 @@ pub struct Report {
     pub peak_in_flight: u64,
     /// Instructions of the whole call context (`call_context_instruction_counter`).
     pub instructions: u64,
-    /// Cycles the run cost: the balance before it minus the balance after.
+    /// The balance before the run minus the balance at its end, as the
+    /// canister sees them: approximate, because prepayments of the message
+    /// and of calls still being answered are withdrawn at both moments.
     pub cycles_spent: Nat,
     /// IC time from the start of the run to its end (or to now, for a
     /// job that has not finished).
