@@ -433,15 +433,7 @@ impl Canister {
 
     fn execute_request(&mut self, r: Request, time: u64) -> Vec<Output> {
         if let Some(reject) = self.refusal(&r.method) {
-            let payload = Payload::Reject(reject);
-            let response = Response {
-                originator: r.sender,
-                callback: r.callback,
-                payload,
-                refund: r.cycles,
-                deadline_expired: false,
-            };
-            return vec![Output::Response(response)];
+            return vec![Output::Response(r.rejected(reject))];
         }
         let origin = Origin::Canister { caller: r.sender, callback: r.callback };
         let id = self.open_call_context(origin, r.sender, r.cycles);

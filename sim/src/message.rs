@@ -110,6 +110,20 @@ pub struct Response {
     pub deadline_expired: bool,
 }
 
+impl Request {
+    /// The answer to a request that never reached its method: the reject,
+    /// and the attached cycles back.
+    pub fn rejected(&self, reject: Reject) -> Response {
+        Response {
+            originator: self.sender,
+            callback: self.callback,
+            payload: Payload::Reject(reject),
+            refund: self.cycles,
+            deadline_expired: false,
+        }
+    }
+}
+
 /// A user's update call.
 #[derive(Clone, Debug)]
 pub struct Ingress {

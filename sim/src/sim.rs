@@ -8,7 +8,7 @@ use std::fmt;
 
 use crate::canister::{Canister, CanisterStatus, InstallMode, Output};
 use crate::code::{self, Recorded};
-use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode, Response};
+use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
 use crate::stats::CanisterStats;
 use crate::system_api::ApiLimits;
 
@@ -593,14 +593,7 @@ impl Sim {
         };
         match message {
             Message::Request(r) => {
-                let payload = Payload::Reject(gone(r.receiver));
-                let response = Response {
-                    originator: r.sender,
-                    callback: r.callback,
-                    payload,
-                    refund: r.cycles,
-                    deadline_expired: false,
-                };
+                let response = r.rejected(gone(r.receiver));
                 self.route(subnet, Output::Response(response));
             }
             Message::Ingress(m) => {
