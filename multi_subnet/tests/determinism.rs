@@ -56,17 +56,30 @@ fn same_figures_in_two_processes() {
 /// The harness's JSON, minus the wall times.
 fn harness_json(args: &[&str]) -> serde_json::Value {
     let output = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
-        .args(["--engine", "sim", "--format", "json"])
         .args(args)
+        .args(["--engine", "sim", "--format", "json"])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let mut json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     for run in json["runs"].as_array_mut().unwrap() {
         assert!(run["wall_ms"].as_f64().unwrap() > 0.0);
-        run.as_object_mut().unwrap().remove("wall_ms");
+        let run = run.as_object_mut().unwrap();
+        run.retain(|field, _| !field.starts_with("wall_"));
     }
     json
+}
+
+#[test]
+fn a_sweep_differs_between_two_runs_only_in_wall_times() {
+    let args = ["sweep", "--calls", "10,600", "--k", "50", "--repeat", "2", "--retry"];
+    let first = harness_json(&args);
+    let runs = first["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * 4 * 2, "one row per combination");
+    for field in ["k", "wait", "retry", "callees", "caller_instructions", "instructions_per_ping", "cycles"] {
+        assert!(runs.iter().all(|r| r.get(field).is_some()), "every row has {field}");
+    }
+    assert_eq!(harness_json(&args), first);
 }
 
 #[test]
