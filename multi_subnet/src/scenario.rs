@@ -2,7 +2,7 @@
 //! one fan-out of `n` pings per run.
 
 use anyhow::{Context, Result, bail};
-use caller::plan::{Plan, Report};
+use caller::plan::{Plan, Report, RetryPolicy};
 use candid::{CandidType, Principal, decode_one, encode_one};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -217,12 +217,19 @@ pub struct PlanRun {
     pub cycles: u128,
 }
 
-/// Runs `plan` as a job (`start_job`), ticking until `job_status` says it
-/// finished; rounds count from the submission of `start_job`.
-pub fn run_job(engine: &mut dyn Engine, deployment: &Deployment, plan: &Plan) -> Result<PlanRun> {
+/// Runs `plan` as a job (`start_job`) that retries with `retry`, ticking
+/// until `job_status` says it finished; rounds count from the submission of
+/// `start_job`.
+pub fn run_job(
+    engine: &mut dyn Engine,
+    deployment: &Deployment,
+    plan: &Plan,
+    retry: RetryPolicy,
+) -> Result<PlanRun> {
     let balance = engine.cycle_balance(deployment.caller);
     let started = Instant::now();
-    let job = call_caller::<u64>(engine, deployment, "start_job", encode_one(plan)?, round_limit(1))?;
+    let arg = candid::encode_args((plan, Some(retry)))?;
+    let job = call_caller::<u64>(engine, deployment, "start_job", arg, round_limit(1))?;
     let limit = RoundLimit(round_limit(plan.n).0 + JOB_ROUND_ALLOWANCE);
     let arg = encode_one(job.reply)?;
     let (report, rounds) = rounds::tick_until(engine, limit, |engine| {

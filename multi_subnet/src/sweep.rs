@@ -153,7 +153,6 @@ pub fn run(
             k,
             wait: Some(spec.wait.wait()),
             callees: None,
-            retry: spec.retry,
             timeout_seconds: None,
         };
         let mut walls = vec![];
@@ -164,9 +163,9 @@ pub fn run(
             let deployment = scenario::deploy_placed(engine.as_mut(), topology, placement, wasms)?;
             let plan =
                 Plan { callees: (spec.callees > 1).then(|| deployment.callees.clone()), ..plan.clone() };
-            let run = match plan.retry {
+            let run = match spec.retry {
                 None => scenario::run_plan(engine.as_mut(), &deployment, &plan)?,
-                Some(_) => scenario::run_job(engine.as_mut(), &deployment, &plan)?,
+                Some(retry) => scenario::run_job(engine.as_mut(), &deployment, &plan, retry)?,
             };
             walls.push(run.wall);
             first.get_or_insert(run);

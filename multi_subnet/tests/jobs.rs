@@ -15,13 +15,13 @@ fn deployed() -> (SimEngine, Deployment) {
     (engine, deployment)
 }
 
-fn plan(strategy: Strategy, n: u64, retry: RetryPolicy) -> Plan {
-    Plan { strategy, n, k: None, wait: None, callees: None, retry: Some(retry), timeout_seconds: None }
+fn plan(strategy: Strategy, n: u64) -> Plan {
+    Plan { strategy, n, k: None, wait: None, callees: None, timeout_seconds: None }
 }
 
-fn start_job(engine: &mut SimEngine, d: &Deployment, plan: &Plan) -> u64 {
-    let reply =
-        engine.sim_mut().update_call(d.caller, controller(), "start_job", encode_one(plan).unwrap()).unwrap();
+fn start_job(engine: &mut SimEngine, d: &Deployment, plan: &Plan, retry: RetryPolicy) -> u64 {
+    let arg = candid::encode_args((plan, Some(retry))).unwrap();
+    let reply = engine.sim_mut().update_call(d.caller, controller(), "start_job", arg).unwrap();
     decode_one(&reply).unwrap()
 }
 
@@ -63,7 +63,7 @@ fn retries_from_timers_deliver_all_2000_parallel_pings() {
     let backoff_ms = 3_000;
     let policy = RetryPolicy { max_attempts: 10, backoff_ms, idempotent: false };
     let started = engine.sim().time();
-    let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 2000, policy));
+    let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 2000), policy);
     let report = finish(&mut engine, &d, job);
     assert_eq!(report.succeeded, 2000, "{report:?}");
     assert!(report.retries >= 1500, "{report:?}");
@@ -94,10 +94,9 @@ fn retries_from_timers_deliver_all_2000_parallel_pings() {
 #[test]
 fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
     let (mut engine, d) = deployed();
-    let mut p =
-        plan(Strategy::Parallel, 20, RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true });
-    p.timeout_seconds = Some(5);
-    let job = start_job(&mut engine, &d, &p);
+    let p = Plan { timeout_seconds: Some(5), ..plan(Strategy::Parallel, 20) };
+    let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true };
+    let job = start_job(&mut engine, &d, &p, retry);
     // The callee executed the pings in start_job's tick; the caller is held
     // back past the deadline, so it learns only SYS_UNKNOWN.
     assert_eq!(pings_received(&mut engine, d.callee()), 20);
@@ -116,10 +115,9 @@ fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
 #[test]
 fn without_idempotence_sys_unknown_is_not_retried() {
     let (mut engine, d) = deployed();
-    let mut p =
-        plan(Strategy::Parallel, 5, RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: false });
-    p.timeout_seconds = Some(5);
-    let job = start_job(&mut engine, &d, &p);
+    let p = Plan { timeout_seconds: Some(5), ..plan(Strategy::Parallel, 5) };
+    let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: false };
+    let job = start_job(&mut engine, &d, &p, retry);
     engine.sim_mut().pause_canister(d.caller, 10);
     let report = finish(&mut engine, &d, job);
     assert_eq!((report.succeeded, report.retries, failures(&report, FailureKind::SysUnknown)), (0, 0, 5));
@@ -130,7 +128,7 @@ fn without_idempotence_sys_unknown_is_not_retried() {
 fn a_job_survives_an_upgrade_of_the_caller() {
     let (mut engine, d) = deployed();
     let policy = RetryPolicy { max_attempts: 5, backoff_ms: 30_000, idempotent: false };
-    let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 1000, policy));
+    let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 1000), policy);
     for _ in 0..3 {
         engine.tick();
     }
@@ -151,11 +149,15 @@ fn a_job_survives_an_upgrade_of_the_caller() {
 }
 
 #[test]
-fn run_plan_refuses_retries_and_job_status_of_an_unknown_job_is_null() {
+fn a_bad_retry_policy_is_rejected_and_job_status_of_an_unknown_job_is_null() {
     let (mut engine, d) = deployed();
-    let p = plan(Strategy::Parallel, 5, RetryPolicy { max_attempts: 2, backoff_ms: 1, idempotent: false });
-    let err = scenario::run_plan(&mut engine, &d, &p).unwrap_err();
-    assert!(format!("{err:#}").contains("use start_job"), "{err:#}");
+    let arg = candid::encode_args((
+        plan(Strategy::Parallel, 5),
+        Some(RetryPolicy { max_attempts: 1, backoff_ms: 1, idempotent: false }),
+    ))
+    .unwrap();
+    let err = engine.sim_mut().update_call(d.caller, controller(), "start_job", arg).unwrap_err();
+    assert!(err.message.contains("2 to 20"), "{err}");
     let reply = engine
         .sim_mut()
         .query_call(d.caller, controller(), "job_status", encode_one(99u64).unwrap())

@@ -19,7 +19,7 @@ use std::cell::RefCell;
 
 use guards::CALLEE_ENV_VAR;
 use jobs::Job;
-use plan::{CallId, FailureKind, PingBatch, Plan, Report, Strategy, ValidPlan, Wait};
+use plan::{CallId, FailureKind, PingBatch, Plan, Report, RetryPolicy, Strategy, ValidPlan, Wait};
 use serde_bytes::ByteBuf;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -152,13 +152,13 @@ async fn run(plan: ValidPlan) -> Report {
     }
 }
 
-fn validate(plan: Plan) -> ValidPlan {
-    plan::validate(plan, callee, canister_self()).unwrap_or_else(|e| reject(e))
+fn validate(plan: Plan, retry: Option<RetryPolicy>) -> ValidPlan {
+    plan::validate(plan, retry, callee, canister_self()).unwrap_or_else(|e| reject(e))
 }
 
 /// The example's endpoints: a plan with the stored callee.
 fn example_plan(strategy: Strategy, n: u64) -> ValidPlan {
-    validate(Plan { strategy, n, k: None, wait: None, callees: None, retry: None, timeout_seconds: None })
+    validate(Plan { strategy, n, k: None, wait: None, callees: None, timeout_seconds: None }, None)
 }
 
 #[ic_cdk::update(guard = "caller_is_controller")]
@@ -171,13 +171,11 @@ async fn parallel_calls(n: u64) -> u64 {
     run(example_plan(Strategy::Parallel, n)).await.succeeded
 }
 
-/// Runs a plan without retries in this call and replies with its report.
+/// Runs a plan in this call and replies with its report. (Retries run
+/// from timers, outside this call: plans that retry run as jobs.)
 #[ic_cdk::update(guard = "caller_is_controller")]
 async fn run_plan(plan: Plan) -> Report {
-    if plan.retry.is_some() {
-        reject("plans with retries run as jobs, because retries run from timers: use start_job".into());
-    }
-    run(validate(plan)).await
+    run(validate(plan, None)).await
 }
 
 // ----- Jobs -----
@@ -200,11 +198,11 @@ fn with_job<R>(id: u64, f: impl FnOnce(&mut Job) -> R) -> R {
     JOBS.with(|j| f(j.borrow_mut().jobs.get_mut(&id).expect("jobs are never removed")))
 }
 
-/// Starts a plan as a job and replies with its id at once; `job_status`
-/// tells how it goes.
+/// Starts a plan as a job, retrying with `retry` if given, and replies with
+/// its id at once; `job_status` tells how it goes.
 #[ic_cdk::update(guard = "caller_is_controller")]
-fn start_job(plan: Plan) -> u64 {
-    let plan = validate(plan);
+fn start_job(plan: Plan, retry: Option<RetryPolicy>) -> u64 {
+    let plan = validate(plan, retry);
     let id = JOBS.with(|j| {
         let mut j = j.borrow_mut();
         j.next_id += 1;

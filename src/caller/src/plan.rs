@@ -66,9 +66,6 @@ pub struct Plan {
     pub wait: Option<Wait>,
     /// Callees to spread the calls over, round-robin; default: the callee.
     pub callees: Option<Vec<Principal>>,
-    /// Retry failures that are safe to retry, later, from a timer. Plans
-    /// with retries run as jobs (`start_job`).
-    pub retry: Option<RetryPolicy>,
     /// Bounded-wait calls: how long to wait for a response (at most 300 s,
     /// the default).
     pub timeout_seconds: Option<u32>,
@@ -112,6 +109,7 @@ pub struct ValidPlan {
 /// only when the plan names no callees.
 pub fn validate(
     plan: Plan,
+    retry: Option<RetryPolicy>,
     default_callee: impl FnOnce() -> Result<Principal, String>,
     this_canister: Principal,
 ) -> Result<ValidPlan, String> {
@@ -148,7 +146,7 @@ pub fn validate(
             callees.into_iter().map(|c| guards::check_callee(c, this_canister)).collect::<Result<_, _>>()?
         }
     };
-    if let Some(policy) = plan.retry {
+    if let Some(policy) = retry {
         if !(2..=20).contains(&policy.max_attempts) {
             return Err(format!("retry.max_attempts = {}: allowed are 2 to 20", policy.max_attempts));
         }
@@ -173,7 +171,7 @@ pub fn validate(
         k,
         wait,
         callees,
-        retry: plan.retry,
+        retry,
         timeout_seconds: plan.timeout_seconds,
     })
 }
@@ -303,25 +301,22 @@ mod tests {
     }
 
     fn plan(strategy: Strategy, n: u64, k: Option<u64>) -> Plan {
-        Plan { strategy, n, k, wait: None, callees: None, retry: None, timeout_seconds: None }
+        Plan { strategy, n, k, wait: None, callees: None, timeout_seconds: None }
     }
 
     #[test]
     fn retry_policies_and_timeouts_are_checked() {
         let policy = RetryPolicy { max_attempts: 3, backoff_ms: 1000, idempotent: false };
-        let with = |retry, timeout_seconds, wait| Plan {
-            retry,
-            timeout_seconds,
-            wait,
-            ..plan(Strategy::Parallel, 1, None)
-        };
-        assert!(check(with(Some(policy), Some(10), None)).is_ok());
-        let err = check(with(Some(RetryPolicy { max_attempts: 1, ..policy }), None, None)).unwrap_err();
+        let with =
+            |timeout_seconds, wait| Plan { timeout_seconds, wait, ..plan(Strategy::Parallel, 1, None) };
+        let check_with = |p, retry| validate(p, retry, || Ok(principal(2)), principal(1));
+        assert!(check_with(with(Some(10), None), Some(policy)).is_ok());
+        let err = check_with(with(None, None), Some(RetryPolicy { max_attempts: 1, ..policy })).unwrap_err();
         assert!(err.contains("2 to 20"), "{err}");
-        let err = check(with(Some(RetryPolicy { backoff_ms: 0, ..policy }), None, None)).unwrap_err();
+        let err = check_with(with(None, None), Some(RetryPolicy { backoff_ms: 0, ..policy })).unwrap_err();
         assert!(err.contains("backoff_ms"), "{err}");
-        assert!(check(with(None, Some(301), None)).unwrap_err().contains("1 to 300"));
-        assert!(check(with(None, Some(10), Some(Wait::Unbounded))).unwrap_err().contains("bounded-wait"));
+        assert!(check(with(Some(301), None)).unwrap_err().contains("1 to 300"));
+        assert!(check(with(Some(10), Some(Wait::Unbounded))).unwrap_err().contains("bounded-wait"));
     }
 
     #[test]
@@ -344,7 +339,7 @@ mod tests {
     }
 
     fn check(p: Plan) -> Result<ValidPlan, String> {
-        validate(p, || Ok(principal(2)), principal(1))
+        validate(p, None, || Ok(principal(2)), principal(1))
     }
 
     #[test]
@@ -384,7 +379,7 @@ mod tests {
     fn callees_are_checked_and_the_default_is_not_consulted_when_given() {
         let mut p = plan(Strategy::Parallel, 10, None);
         p.callees = Some(vec![principal(3), principal(4)]);
-        let v = validate(p.clone(), || panic!("consulted"), principal(1)).unwrap();
+        let v = validate(p.clone(), None, || panic!("consulted"), principal(1)).unwrap();
         assert_eq!(v.callees, vec![principal(3), principal(4)]);
         p.callees = Some(vec![]);
         assert!(check(p.clone()).unwrap_err().contains("callees is empty"));
@@ -396,7 +391,8 @@ mod tests {
 
     #[test]
     fn without_any_callee_the_documented_message() {
-        let err = validate(plan(Strategy::Parallel, 1, None), || Err("callee not set".into()), principal(1));
+        let err =
+            validate(plan(Strategy::Parallel, 1, None), None, || Err("callee not set".into()), principal(1));
         assert_eq!(err.unwrap_err(), "callee not set");
     }
 
