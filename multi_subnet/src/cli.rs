@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use std::path::PathBuf;
 
 use crate::baseline::{Baseline, Comparison};
@@ -234,7 +234,8 @@ impl SweepArgs {
         let factory = EngineFactory::resolve(self.engine.engine)?;
         let wasms = canister_wasm::caller_and_callee()?;
         let spec = self.spec();
-        let progress = ProgressBar::new((sweep::combinations(&spec).len() * spec.repeat.max(1)) as u64);
+        let progress = ProgressBar::new((sweep::combinations(&spec).len() * spec.repeat.max(1)) as u64)
+            .with_finish(ProgressFinish::AndClear);
         progress
             .set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}").expect("valid"));
         let runs = sweep::run(&factory, &spec, &wasms, || progress.inc(1))?;

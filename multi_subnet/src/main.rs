@@ -8,6 +8,12 @@ fn one_line(text: &str) -> String {
 }
 
 fn main() -> ExitCode {
+    // The report is ours to print: keep a PocketIC server's logs out of it
+    // unless asked for.
+    if std::env::var_os("POCKET_IC_MUTE_SERVER").is_none() {
+        // SAFETY: no other thread exists yet.
+        unsafe { std::env::set_var("POCKET_IC_MUTE_SERVER", "1") };
+    }
     std::panic::set_hook(Box::new(|info| eprintln!("error: {}", one_line(&info.to_string()))));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -22,6 +28,9 @@ fn main() -> ExitCode {
     };
     match cli.execute() {
         Ok(output) => {
+            if let Some(note) = multi_subnet::engines::fallback_note() {
+                eprintln!("note: {note}");
+            }
             print!("{}", output.stdout);
             match output.failure {
                 None => ExitCode::SUCCESS,

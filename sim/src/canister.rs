@@ -211,6 +211,10 @@ impl Canister {
             if callback.expired || callback.deadline.is_none_or(|deadline| now <= deadline) {
                 continue;
             }
+            // A response already inducted is not timed out.
+            if self.queue.iter().any(|m| matches!(m, Message::Response(r) if r.callback == id)) {
+                continue;
+            }
             callback.expired = true;
             let payload = Payload::reject(RejectCode::SysUnknown, "Call deadline has expired.");
             self.queue.push_back(Message::Response(Response {
@@ -252,9 +256,11 @@ impl Canister {
         sender: Principal,
         mode: InstallMode,
         time: u64,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<Output>, String> {
         let stable_before = self.store.data().stable.clone();
-        let old_memory = self.store.data().memory;
+        let (old_memory, old_timer) = (self.store.data().memory, self.store.data().global_timer);
+        // pre_upgrade's changes are undone too if the new code fails.
+        let instance_before = self.code.as_ref().map(|c| c.code.snapshot(&self.store));
         if mode == InstallMode::Upgrade {
             if self.code.is_none() {
                 return Err(format!("canister {} has no code to upgrade", self.id));
@@ -284,15 +290,30 @@ impl Canister {
             let mut state = self.take_state();
             state.stable = stable_before;
             state.memory = old_memory;
+            state.global_timer = old_timer;
             self.store = old_store;
             *self.store.data_mut() = state;
             self.code = old_code;
+            if let (Some(installed), Some(snapshot)) = (self.code.as_mut(), instance_before) {
+                installed.code.restore(&mut self.store, &snapshot);
+                installed.checkpoint = snapshot;
+                installed.log.clear();
+            }
             return Err(e);
         }
         self.store.data_mut().canister_version += 1;
+        // A reinstall ends every open call context: their callers are
+        // told, and the slots their calls held are free.
+        let ids: Vec<CallContextId> = self.call_contexts.keys().copied().collect();
+        let reinstalled = format!("Canister {} was reinstalled", self.id);
+        let mut outputs = vec![];
+        for id in ids {
+            outputs.extend(self.respond(id, Payload::reject(RejectCode::CanisterError, reinstalled.clone())));
+        }
         self.call_contexts.clear();
         self.callbacks.clear();
-        Ok(())
+        self.store.data_mut().in_flight.clear();
+        Ok(outputs)
     }
 
     fn take_state(&mut self) -> SystemState {
@@ -474,6 +495,7 @@ impl Canister {
         let context = self.call_contexts.get_mut(&id).expect("a callback's call context is open");
         context.outstanding -= 1;
         let (caller, responded) = (context.caller, context.responded);
+        let may_reply = !responded && !matches!(context.origin, Origin::System);
         let response_bytes = r.payload.size() as u64;
         let (kind, (fun, env), arg, reject) = match r.payload {
             Payload::Reply(data) => (EntryKind::ReplyCallback, callback.reply, data, None),
@@ -485,7 +507,7 @@ impl Canister {
         let mut exec = Execution::new(kind, caller, String::new(), arg, time);
         exec.reject = reject;
         exec.cycles_refunded = r.refund;
-        exec.can_reply = !responded;
+        exec.can_reply = may_reply;
         let (mut outputs, trap, instructions) =
             self.execute_in_context(id, Entry::Callback { fun, env }, exec, "callback", true);
         self.refund_prepayment(&callback, response_bytes, instructions);

@@ -304,7 +304,11 @@ impl Sim {
         let module = code::compile(wasm).map_err(SimError)?;
         let (engine, time) = (self.engine.clone(), self.time);
         let canister = self.canisters.get_mut(&id).expect("checked");
-        canister.install(&engine, module, arg, sender, mode, time).map_err(SimError)
+        let subnet = canister.subnet;
+        for output in canister.install(&engine, module, arg, sender, mode, time).map_err(SimError)? {
+            self.route(subnet, output);
+        }
+        Ok(())
     }
 
     /// Stops the canister: it takes no new calls, and once its open call

@@ -225,3 +225,39 @@ fn garbage_wasm_is_refused_with_a_message() {
     let err = sim.install_canister(id, b"\0asm\x01\0\0\0garbage", vec![], controller()).unwrap_err();
     assert!(err.0.contains("invalid wasm module"), "{err}");
 }
+
+#[test]
+fn a_reinstall_ends_open_call_contexts_and_frees_their_slots() {
+    let mut sim = Sim::builder().with_subnet().build();
+    let a = install(&mut sim, 0, RELAY);
+    let b = install(&mut sim, 0, RELAY);
+    sim.pause_canister(b, 5);
+    let message = sim.submit_call(a, controller(), "relay", b.as_slice().to_vec()).unwrap();
+    sim.tick();
+    assert_eq!(sim.calls_in_flight(a, b), 1);
+    assert!(sim.ingress_status(message).is_none(), "A waits for B");
+    sim.install_canister(a, &wat::parse_str(RELAY).unwrap(), vec![], controller()).unwrap();
+    let err = sim.ingress_status(message).expect("answered").unwrap_err();
+    assert_eq!(err.code, RejectCode::CanisterError);
+    assert!(err.message.contains("reinstalled"), "{err}");
+    assert_eq!(sim.calls_in_flight(a, b), 0);
+    run_until_idle(&mut sim); // B answers late; the response finds nobody.
+    assert_eq!(sim.stats(a).unwrap().executions_of("callback"), 0);
+}
+
+#[test]
+fn a_failed_upgrade_leaves_the_canister_as_it_was_timer_included() {
+    let mut w = world_with(Sim::builder().with_time_step(sim::ONE_SECOND_NS), 1, 0, 0);
+    w.sim.update_call(w.probe, controller(), "prepare", vec![]).unwrap();
+    let at = w.sim.time() + 3 * sim::ONE_SECOND_NS;
+    w.sim.update_call(w.probe, controller(), "set_timer", at.to_le_bytes().to_vec()).unwrap();
+    let before = probe_state(&mut w.sim, w.probe);
+    let broken =
+        wat::parse_str("(module (memory 1) (func (export \"canister_post_upgrade\") unreachable))").unwrap();
+    let err = w.sim.upgrade_canister(w.probe, &broken, vec![], controller()).unwrap_err();
+    assert!(err.0.contains("canister_post_upgrade trapped"), "{err}");
+    assert_eq!(probe_state(&mut w.sim, w.probe), before);
+    run_until_idle(&mut w.sim);
+    let timer = w.sim.query_call(w.probe, controller(), "timer", vec![]).unwrap();
+    assert_eq!(u32_at(&timer, 0), 1, "the old code's timer still fired");
+}

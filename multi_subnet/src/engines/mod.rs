@@ -51,6 +51,14 @@ pub enum EngineChoice {
     Sim,
 }
 
+static FALLBACK_NOTE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Why `auto` chose the simulator, if it did: `main` says so after a
+/// successful run (a failed one ends with its error line alone).
+pub fn fallback_note() -> Option<&'static str> {
+    FALLBACK_NOTE.get().map(String::as_str)
+}
+
 /// Starts engines of one kind: the choice resolved once (a PocketIC server
 /// found, or not), then as many instances as a run needs.
 #[derive(Clone, Debug)]
@@ -60,8 +68,8 @@ pub enum EngineFactory {
 }
 
 impl EngineFactory {
-    /// Resolves `choice`; `auto` says in one line on stderr when it falls
-    /// back to the simulator, and why. Checked before anything is built: a
+    /// Resolves `choice`; `auto` notes when it falls back to the simulator,
+    /// and why (see [`fallback_note`]). Checked before anything is built: a
     /// missing server is the common failure.
     pub fn resolve(choice: EngineChoice) -> Result<Self> {
         match choice {
@@ -72,7 +80,7 @@ impl EngineFactory {
             EngineChoice::Auto => Ok(match pocket_ic_server::find() {
                 Ok(server) => Self::PocketIc(server),
                 Err(why) => {
-                    eprintln!("note: using the simulator, not PocketIC: {why}");
+                    let _ = FALLBACK_NOTE.set(format!("using the simulator, not PocketIC: {why}"));
                     Self::Sim
                 }
             }),

@@ -9,6 +9,9 @@ use super::pocket_ic_server::PocketIcServer;
 use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
 use std::time::Duration;
 
+/// How long a PocketIC server may take to start.
+const SERVER_START_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// How reports name this engine.
 pub fn describe(server: &PocketIcServer) -> String {
     format!("PocketIC server {} ({})", server.version, server.path.display())
@@ -37,7 +40,16 @@ impl PocketIcEngine {
         for _ in 0..subnets {
             builder = builder.with_application_subnet();
         }
-        let pic = builder.build();
+        // The crate waits for a server that never starts without a limit.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sender.send(builder.build()));
+        let pic = receiver.recv_timeout(SERVER_START_TIMEOUT).unwrap_or_else(|_| {
+            panic!(
+                "the PocketIC server {} did not start within {} s",
+                server.path.display(),
+                SERVER_START_TIMEOUT.as_secs()
+            )
+        });
         let mut subnets = pic.topology().get_app_subnets();
         subnets.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
         let extra_time_per_tick = Duration::from_nanos(step.0.saturating_sub(TimeStep::POCKET_IC.0));
