@@ -220,8 +220,10 @@ impl Sim {
         self.time += ns;
     }
 
-    /// Fault injection: the canister executes nothing during the next
-    /// `ticks` ticks; what arrives for it waits in its queue.
+    /// Fault injection: during the next `ticks` ticks the canister executes
+    /// nothing and nothing is inducted for it: what is sent to it waits in
+    /// the streams (so its bounded-wait calls can time out before their
+    /// responses arrive).
     pub fn pause_canister(&mut self, id: Principal, ticks: u64) {
         self.paused_until.insert(id, self.ticks + ticks);
     }
@@ -587,6 +589,10 @@ impl Sim {
     /// Puts a message in its receiver's queue, or answers it when the
     /// receiver does not exist.
     fn deliver(&mut self, subnet: usize, message: Message) {
+        if self.is_paused(&message.receiver()) {
+            self.subnets[subnet].inbound.push(message);
+            return;
+        }
         if let Some(canister) = self.canisters.get_mut(&message.receiver()) {
             canister.queue.push_back(message);
             return;

@@ -42,7 +42,9 @@ impl PocketIcEngine {
         }
         // The crate waits for a server that never starts without a limit.
         let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || sender.send(builder.build()));
+        std::thread::spawn(move || {
+            let _ = sender.send(builder.build());
+        });
         let pic = receiver.recv_timeout(SERVER_START_TIMEOUT).unwrap_or_else(|_| {
             panic!(
                 "the PocketIC server {} did not start within {} s",

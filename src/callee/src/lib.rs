@@ -1,6 +1,6 @@
 //! The callee canister: the target of the caller's fan-out.
 
-use candid::{CandidType, Deserialize};
+use candid::{CandidType, Deserialize, Principal};
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap};
 use serde_bytes::ByteBuf;
@@ -26,16 +26,18 @@ thread_local! {
     static MEMORY_MANAGER: RefCell<MemoryManager<DefaultMemoryImpl>> =
         RefCell::new(MemoryManager::init(DefaultMemoryImpl::default()));
 
-    /// Nonces of the pings executed, so that each executes once; in stable
-    /// memory, so that an upgrade does not make a retry run twice.
-    static EXECUTED_NONCES: RefCell<StableBTreeMap<u64, (), VirtualMemory<DefaultMemoryImpl>>> = RefCell::new(
+    /// Nonces of the pings executed, per caller (nonces are the caller's
+    /// to choose), so that each executes once; in stable memory, so that an
+    /// upgrade does not make a retry run twice.
+    static EXECUTED_NONCES: RefCell<StableBTreeMap<(Principal, u64), (), VirtualMemory<DefaultMemoryImpl>>> = RefCell::new(
         StableBTreeMap::init(MEMORY_MANAGER.with(|m| m.borrow().get(MemoryId::new(0)))),
     );
 }
 
 /// Executes the ping tagged `nonce` unless it already was; says which.
 fn execute_once(nonce: u64) -> bool {
-    let first_time = EXECUTED_NONCES.with(|n| n.borrow_mut().insert(nonce, ()).is_none());
+    let key = (ic_cdk::api::msg_caller(), nonce);
+    let first_time = EXECUTED_NONCES.with(|n| n.borrow_mut().insert(key, ()).is_none());
     if first_time {
         acknowledge(1);
     }

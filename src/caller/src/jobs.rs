@@ -85,6 +85,16 @@ impl Job {
         }
     }
 
+    /// After an upgrade: a pass that was running when the canister was
+    /// upgraded without being stopped lost its call context, and with it
+    /// the outcome of its calls; it will never report back.
+    pub fn after_upgrade(&mut self, now: u64) {
+        self.passes_running = 0;
+        if self.waiting.is_empty() && self.finished_at.is_none() {
+            self.finished_at = Some(now);
+        }
+    }
+
     /// When the next retry is due, if any is waiting.
     pub fn next_due(&self) -> Option<u64> {
         self.waiting.iter().map(|p| p.due).min()
@@ -198,6 +208,17 @@ mod tests {
         assert!(j.waiting.is_empty());
         assert_eq!(j.report(9, 50).succeeded, 1);
         assert!(j.report(9, 50).finished);
+    }
+
+    #[test]
+    fn an_upgrade_ends_passes_that_were_running() {
+        let mut j = job(Some(POLICY));
+        j.after_upgrade(7_000);
+        assert_eq!((j.passes_running, j.finished_at), (0, Some(7_000)));
+        let mut waiting = job(Some(POLICY));
+        waiting.absorb(&tally(&[Err(FailureKind::CallPerformFailed)]), |_| 1, 0, 2_000);
+        waiting.after_upgrade(7_000);
+        assert_eq!(waiting.finished_at, None, "its retries still come");
     }
 
     #[test]

@@ -194,8 +194,11 @@ thread_local! {
     static ARMED: RefCell<BTreeMap<u64, u64>> = const { RefCell::new(BTreeMap::new()) };
 }
 
+/// Jobs kept for `job_status`; beyond this, the oldest finished ones go.
+const MAX_JOBS: usize = 1_000;
+
 fn with_job<R>(id: u64, f: impl FnOnce(&mut Job) -> R) -> R {
-    JOBS.with(|j| f(j.borrow_mut().jobs.get_mut(&id).expect("jobs are never removed")))
+    JOBS.with(|j| f(j.borrow_mut().jobs.get_mut(&id).expect("only finished jobs are removed")))
 }
 
 /// Starts a plan as a job, retrying with `retry` if given, and replies with
@@ -208,6 +211,15 @@ fn start_job(plan: Plan, retry: Option<RetryPolicy>) -> u64 {
         j.next_id += 1;
         let id = j.next_id;
         j.jobs.insert(id, Job::new(plan, time(), canister_cycle_balance()));
+        // Keep memory (and pre_upgrade's work) bounded: forget the oldest
+        // finished jobs.
+        while j.jobs.len() > MAX_JOBS {
+            let Some(oldest) = j.jobs.iter().find(|(_, job)| job.finished_at.is_some()).map(|(&id, _)| id)
+            else {
+                break;
+            };
+            j.jobs.remove(&oldest);
+        }
         id
     });
     ic_cdk::futures::spawn(first_pass(id));
@@ -302,6 +314,7 @@ fn post_upgrade() {
     }
     let ids: Vec<u64> = JOBS.with(|j| j.borrow().jobs.keys().copied().collect());
     for id in ids {
+        with_job(id, |job| job.after_upgrade(time()));
         arm_retry_timer(id);
     }
 }
