@@ -490,7 +490,7 @@ impl Canister {
         }
         let callback = self.callbacks.remove(&r.callback).expect("checked");
         self.release_slot(callback.callee);
-        self.store.data_mut().balance += r.refund;
+        self.store.data_mut().credit(r.refund);
         let id = callback.call_context;
         let context = self.call_contexts.get_mut(&id).expect("a callback's call context is open");
         context.outstanding -= 1;
@@ -540,7 +540,7 @@ impl Canister {
         let (method, arg) = callback.request_bytes;
         let cost = cycles::call_actual_cost(method, arg, response_bytes, callback_instructions)
             .min(callback.prepayment);
-        self.store.data_mut().balance += callback.prepayment - cost;
+        self.store.data_mut().credit(callback.prepayment - cost);
         self.stats.cycles_consumed += cost;
     }
 
@@ -588,7 +588,7 @@ impl Canister {
         self.store.data_mut().balance -= prepayment;
         let ran = self.run(entry, exec);
         if !prepaid {
-            self.store.data_mut().balance += prepayment;
+            self.store.data_mut().credit(prepayment);
             self.charge(cycles::execution_cost(ran.instructions));
         }
         self.stats.record(label, ran.instructions, ran.trap.is_some());

@@ -132,8 +132,13 @@ pub struct SimBuilder {
 impl SimBuilder {
     /// Adds an application subnet with a generated id.
     pub fn with_subnet(mut self) -> Self {
-        let n = self.subnet_ids.len() as u8;
-        let mut bytes = [n.wrapping_mul(37).wrapping_add(11); 29];
+        let n = self.subnet_ids.len() as u64;
+        let low = (n as u8).wrapping_mul(37).wrapping_add(11);
+        let mut bytes = [low; 29];
+        // Beyond 256 subnets the higher bytes of n tell the ids apart.
+        for (i, high) in (n >> 8).to_le_bytes().into_iter().enumerate() {
+            bytes[27 - i] ^= high;
+        }
         bytes[28] = 2;
         self.subnet_ids.push(Principal::from_slice(&bytes));
         self
@@ -216,8 +221,9 @@ impl Sim {
         self.ticks
     }
 
+    /// Moves IC time on by `ns` (it stops at the largest time there is).
     pub fn advance_time(&mut self, ns: u64) {
-        self.time += ns;
+        self.time = self.time.saturating_add(ns);
     }
 
     /// Fault injection: during the next `ticks` ticks the canister executes
@@ -225,7 +231,7 @@ impl Sim {
     /// the streams (so its bounded-wait calls can time out before their
     /// responses arrive).
     pub fn pause_canister(&mut self, id: Principal, ticks: u64) {
-        self.paused_until.insert(id, self.ticks + ticks);
+        self.paused_until.insert(id, self.ticks.saturating_add(ticks));
     }
 
     fn is_paused(&self, id: &Principal) -> bool {
@@ -380,7 +386,7 @@ impl Sim {
     pub fn add_cycles(&mut self, id: Principal, amount: u128) -> Result<u128, SimError> {
         let canister =
             self.canisters.get_mut(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))?;
-        canister.system_state_mut().balance += amount;
+        canister.system_state_mut().credit(amount);
         Ok(canister.system_state().balance)
     }
 
@@ -504,7 +510,7 @@ impl Sim {
 
     /// One round on every subnet, in ascending subnet-id order.
     pub fn tick(&mut self) {
-        self.time += self.config.time_step_ns;
+        self.time = self.time.saturating_add(self.config.time_step_ns);
         self.ticks += 1;
         for subnet in 0..self.subnets.len() {
             self.execute_round(subnet);
@@ -530,9 +536,13 @@ impl Sim {
         let limits = self.config.round_limits;
         // A message may start while the round has used at most this much
         // (the replica's `max_instructions_per_round - max_slice + 1`).
-        let start_limit = limits.max_instructions_per_round - limits.max_instructions_per_slice + 1;
-        let finalization =
-            limits.overhead_per_canister_for_finalization * self.subnets[subnet].canisters.len() as u64;
+        let start_limit = limits
+            .max_instructions_per_round
+            .saturating_sub(limits.max_instructions_per_slice)
+            .saturating_add(1);
+        let finalization = limits
+            .overhead_per_canister_for_finalization
+            .saturating_mul(self.subnets[subnet].canisters.len() as u64);
         let mut used = 0;
         // Timers are looked at in a round's first iteration only.
         let mut timers = true;
@@ -549,7 +559,7 @@ impl Sim {
             let mut outputs = vec![];
             for id in active {
                 let canister = self.canisters.get_mut(&id).expect("on this subnet");
-                used += limits.overhead_per_canister;
+                used = used.saturating_add(limits.overhead_per_canister);
                 // What was inducted before this iteration, plus a due timer.
                 for _ in 0..canister.queue.len().max(1) {
                     if used >= start_limit {
@@ -557,10 +567,12 @@ impl Sim {
                     }
                     let before = canister.stats.instructions;
                     outputs.extend(canister.execute_next(time, timers));
-                    used += canister.stats.instructions - before + limits.overhead_per_execution;
+                    used = used
+                        .saturating_add(canister.stats.instructions - before)
+                        .saturating_add(limits.overhead_per_execution);
                 }
             }
-            used += finalization;
+            used = used.saturating_add(finalization);
             timers = false;
             for output in outputs {
                 self.route(subnet, output);

@@ -189,6 +189,11 @@ impl SystemState {
         self.balance.saturating_sub(self.freezing_reserve)
     }
 
+    /// Adds cycles; a balance stops at the largest there is.
+    pub fn credit(&mut self, cycles: u128) {
+        self.balance = self.balance.saturating_add(cycles);
+    }
+
     fn exec(&mut self) -> Result<&mut Execution, Error> {
         match self.exec.as_mut() {
             Some(exec) => Ok(exec),
@@ -481,7 +486,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         let exec = state.exec()?;
         let amount = u128_of(high, low).min(exec.cycles_available - exec.cycles_accepted);
         exec.cycles_accepted += amount;
-        state.balance += amount;
+        state.credit(amount);
         write_u128(&mut c, dst, amount)
     });
 
@@ -696,7 +701,7 @@ fn call_perform(state: &mut SystemState) -> Result<i32, Error> {
     let taken = state.exec()?.slots_taken.get(&call.callee).copied().unwrap_or(0);
     let prepayment = cycles::call_prepayment(call.method.len() as u64, call.arg.len() as u64);
     if committed + taken >= capacity || state.liquid_balance() < prepayment {
-        state.balance += call.cycles;
+        state.credit(call.cycles);
         let exec = state.exec()?;
         exec.cycles_withdrawn -= call.cycles;
         exec.calls_refused += 1;

@@ -129,3 +129,50 @@ proptest! {
         prop_assert_eq!(run(&p), first);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// No public method panics on any number it is given: times, ticks,
+    /// cycles and round limits saturate; the model keeps running after.
+    #[test]
+    fn public_methods_take_any_number(
+        step in any::<u64>(),
+        advance in any::<u64>(),
+        pause in any::<u64>(),
+        cycles in any::<u128>(),
+        reserve in any::<u128>(),
+        round in any::<u64>(),
+        slice in any::<u64>(),
+        overhead in any::<u64>(),
+    ) {
+        let mut config = SimConfig { time_step_ns: step, ..SimConfig::default() };
+        config.round_limits.max_instructions_per_round = round;
+        config.round_limits.max_instructions_per_slice = slice;
+        config.round_limits.overhead_per_execution = overhead;
+        config.round_limits.overhead_per_canister_for_finalization = overhead;
+        let mut w = world_with(Sim::builder().with_config(config), 2, 1, 1);
+        let (probe, callee) = (w.probe, w.callees[0]);
+        w.sim.advance_time(advance);
+        w.sim.pause_canister(callee, pause);
+        w.sim.add_cycles(probe, cycles).unwrap();
+        w.sim.set_frozen_reserve_cycles(probe, controller(), reserve).unwrap();
+        let message = submit_fan_out(&mut w.sim, probe, &[record(callee, 3, Method::Ping, false)]);
+        for _ in 0..3 {
+            w.sim.tick();
+        }
+        w.sim.advance_time(u64::MAX);
+        w.sim.tick();
+        prop_assert_eq!(w.sim.time(), u64::MAX);
+        let _ = w.sim.ingress_status(message);
+    }
+}
+
+#[test]
+fn subnet_ids_stay_apart_beyond_256_subnets() {
+    let mut builder = Sim::builder();
+    for _ in 0..600 {
+        builder = builder.with_subnet();
+    }
+    assert_eq!(builder.build().subnets().len(), 600);
+}
