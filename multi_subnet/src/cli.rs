@@ -44,7 +44,7 @@ pub struct EngineArgs {
 #[derive(Debug, Args)]
 pub struct ExampleArgs {
     /// Numbers of calls per run, comma-separated (at most 10000 each, the caller's maximum).
-    #[arg(long, value_name = "N[,N...]", value_delimiter = ',', default_value = "90")]
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',', default_value = "90", value_parser = calls())]
     pub calls: Vec<u64>,
 
     /// 1: both canisters on one subnet (like a local dfx replica); 2: caller and callee on separate subnets.
@@ -66,7 +66,8 @@ pub struct SweepArgs {
         long,
         value_name = "N[,N...]",
         value_delimiter = ',',
-        default_value = "1,10,100,500,1000,2000,5000"
+        default_value = "1,10,100,500,1000,2000,5000",
+        value_parser = calls()
     )]
     pub calls: Vec<u64>,
 
@@ -92,8 +93,8 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub repeat: u64,
 
-    /// IC time per round in ns, set on both engines (mainnet-like by default).
-    #[arg(long, default_value_t = TimeStep::ONE_SECOND.0)]
+    /// IC time per round in ns, set on both engines (mainnet-like by default; at most an hour).
+    #[arg(long, default_value_t = TimeStep::ONE_SECOND.0, value_parser = clap::value_parser!(u64).range(..=TimeStep::MAX.0))]
     pub time_step_ns: u64,
 
     /// Run every plan as a job that retries clean failures from timers
@@ -124,12 +125,26 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub compare: Option<PathBuf>,
 
-    /// Largest change, in percent, that --compare tolerates.
-    #[arg(long, default_value_t = 0.0)]
+    /// Largest change, in percent, that --compare tolerates (a finite number, 0 or more).
+    #[arg(long, default_value_t = 0.0, value_parser = noise_threshold)]
     pub noise_threshold: f64,
 
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+/// A number of pings per run: the caller refuses more than its maximum.
+fn calls() -> clap::builder::RangedU64ValueParser {
+    clap::value_parser!(u64).range(..=caller::plan::MAX_CALLS)
+}
+
+/// A percentage that can gate a comparison: NaN or infinity would let every
+/// change through.
+fn noise_threshold(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(percent) if percent.is_finite() && percent >= 0.0 => Ok(percent),
+        _ => Err(format!("{text} is not a finite percentage of 0 or more")),
+    }
 }
 
 /// What a command prints, and the one-line failure it may end with.
@@ -230,6 +245,11 @@ impl SweepArgs {
     pub fn report(&self) -> Result<SweepReport> {
         if self.k.contains(&0) {
             bail!("--k 0: every k must be at least 1");
+        }
+        if self.retry && self.time_step_ns == 0 {
+            bail!(
+                "--retry needs IC time to pass: with --time-step-ns 0 no retry's backoff would ever end (use 1 or more)"
+            );
         }
         let factory = EngineFactory::resolve(self.engine.engine)?;
         let wasms = canister_wasm::caller_and_callee()?;

@@ -92,7 +92,7 @@ impl Deployment {
 
 /// Generous: a sequential cross-subnet run needs n + 1 rounds.
 fn round_limit(calls: u64) -> RoundLimit {
-    RoundLimit(4 * calls + 1_000)
+    RoundLimit(calls.saturating_mul(4).saturating_add(1_000))
 }
 
 /// Which of the two subnets gets the caller (cross-subnet only).
@@ -230,7 +230,7 @@ pub fn run_job(
     let started = Instant::now();
     let arg = candid::encode_args((plan, Some(retry)))?;
     let job = call_caller::<u64>(engine, deployment, "start_job", arg, round_limit(1))?;
-    let limit = RoundLimit(round_limit(plan.n).0 + JOB_ROUND_ALLOWANCE);
+    let limit = RoundLimit(round_limit(plan.n).0.saturating_add(JOB_ROUND_ALLOWANCE));
     let arg = encode_one(job.reply)?;
     let (report, rounds) = rounds::tick_until(engine, limit, |engine| {
         let status = engine.query(deployment.caller, controller(), "job_status", arg.clone());

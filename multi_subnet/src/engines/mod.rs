@@ -38,6 +38,8 @@ impl TimeStep {
     pub const POCKET_IC: TimeStep = TimeStep(1);
     /// Mainnet-like: about a second per round.
     pub const ONE_SECOND: TimeStep = TimeStep(1_000_000_000);
+    /// The largest step the harness takes: an hour of IC time per round.
+    pub const MAX: TimeStep = TimeStep(3_600 * 1_000_000_000);
 }
 
 /// Which engine to use, as chosen on the command line.

@@ -1,0 +1,55 @@
+//! Input the harness must refuse: at once, with one line that names the
+//! limit, a non-zero exit, and never a panic.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Runs the harness on the simulator; its exit status and stderr lines.
+fn harness(args: &[&str]) -> (bool, Vec<String>, Duration) {
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_multi_subnet")).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).lines().map(String::from).collect();
+    (output.status.success(), stderr, started.elapsed())
+}
+
+fn assert_refused(args: &[&str], names: &str) {
+    let (success, stderr, took) = harness(args);
+    assert!(!success, "{args:?} must exit non-zero");
+    assert_eq!(stderr.len(), 1, "{args:?}: exactly one line on stderr: {stderr:?}");
+    let line = &stderr[0];
+    assert!(!line.contains("panicked") && !line.contains("overflow"), "{args:?}: {line}");
+    assert!(line.contains(names), "{args:?} names the limit ({names}): {line}");
+    assert!(took < Duration::from_secs(10), "{args:?} refused at once, not after {took:?}");
+}
+
+const MAX: &str = "18446744073709551615";
+
+#[test]
+fn a_number_of_calls_beyond_the_callers_maximum() {
+    assert_refused(&["--engine", "sim", "--calls", MAX], "0..=10000");
+    assert_refused(&["sweep", "--engine", "sim", "--calls", "10001"], "0..=10000");
+}
+
+#[test]
+fn a_time_step_beyond_an_hour() {
+    assert_refused(&["sweep", "--engine", "sim", "--time-step-ns", MAX], "0..=3600000000000");
+}
+
+#[test]
+fn a_noise_threshold_that_is_not_a_finite_percentage() {
+    let baseline = tempfile::NamedTempFile::new().unwrap();
+    let path = baseline.path().to_str().unwrap();
+    for threshold in ["nan", "inf", "-1"] {
+        let threshold = format!("--noise-threshold={threshold}");
+        let args = ["sweep", "--engine", "sim", "--compare", path, &threshold];
+        assert_refused(&args, "not a finite percentage of 0 or more");
+    }
+}
+
+#[test]
+fn retries_without_time_passing() {
+    assert_refused(
+        &["sweep", "--engine", "sim", "--retry", "--time-step-ns", "0", "--calls", "10"],
+        "--time-step-ns 0",
+    );
+}
