@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::engines::EngineKind;
 use crate::scenario::{Run, Topology};
 use crate::sweep::Row;
+use caller::plan::FailureKind;
 
 /// Formats of the example's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -95,6 +96,17 @@ fn failures_text(row: &Row) -> String {
     row.failures.iter().map(|(kind, n)| format!("{n} {kind}")).collect::<Vec<_>>().join(", ")
 }
 
+/// One line per kind of failure the rows show, saying what it means.
+fn failure_notes(rows: &[Row]) -> String {
+    let shown: std::collections::BTreeSet<&str> =
+        rows.iter().flat_map(|r| r.failures.keys()).map(String::as_str).collect();
+    FailureKind::ALL
+        .iter()
+        .filter(|kind| shown.contains(format!("{kind:?}").as_str()))
+        .map(|kind| format!("- {kind:?}: {}.\n", kind.meaning()))
+        .collect()
+}
+
 impl SweepReport {
     pub fn render(&self, format: Format) -> String {
         match format {
@@ -131,7 +143,13 @@ impl SweepReport {
                 self.runs[0].time_step
             );
         }
-        out
+        out + &self.failure_notes()
+    }
+
+    /// What the failures in the tables mean, if there are any.
+    fn failure_notes(&self) -> String {
+        let notes = failure_notes(&self.runs);
+        if notes.is_empty() { notes } else { format!("\nFailures:\n{notes}") }
     }
 
     fn csv(&self) -> String {
@@ -225,7 +243,7 @@ impl SweepReport {
             }
             tables.push(table);
         }
-        tables.join("\n")
+        tables.join("\n") + &self.failure_notes()
     }
 }
 
@@ -278,5 +296,41 @@ mod tests {
         assert_eq!(run["rounds"], 2);
         assert_eq!(run["wall_ms"], 1500.0);
         assert_eq!(json.as_object().unwrap().len(), 2, "only engine and runs");
+    }
+
+    #[test]
+    fn the_tables_explain_every_failure_they_show_and_only_those() {
+        use crate::sweep::{Row, StrategyName, WaitName};
+        let row = |failures: &[(&str, u64)]| Row {
+            strategy: StrategyName::Parallel,
+            topology: Topology::CrossSubnet,
+            calls: 10_000,
+            succeeded: 2374,
+            rounds: 2,
+            wall_ms: 1.0,
+            k: None,
+            wait: WaitName::Bounded,
+            retry: false,
+            callees: 16,
+            caller_instructions: 0,
+            instructions_per_ping: 0.0,
+            cycles: 0,
+            failures: failures.iter().map(|&(k, n)| (k.to_string(), n)).collect(),
+            peak_in_flight: 2374,
+            time_step: 1,
+            wall_ms_p95: 1.0,
+        };
+        let report = |runs| SweepReport { engine: EngineKind::Sim, engine_description: "sim".into(), runs };
+        let with = report(vec![row(&[("InsufficientLiquidCycleBalance", 7626)]), row(&[])]);
+        for text in [with.render(Format::Text), with.markdown_deterministic()] {
+            let notes = text.split_once("Failures:\n").expect("a failures section").1;
+            assert_eq!(notes.lines().count(), 1, "{notes}");
+            assert!(
+                notes.contains("InsufficientLiquidCycleBalance: every call in flight reserves"),
+                "{notes}"
+            );
+            assert!(notes.contains("42.1 G"), "{notes}");
+        }
+        assert!(!report(vec![row(&[])]).render(Format::Text).contains("Failures:"));
     }
 }

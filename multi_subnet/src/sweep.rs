@@ -97,7 +97,7 @@ pub struct Row {
     /// Cycles the run cost the caller: its balance before minus after, once
     /// everything was answered and refunded.
     pub cycles: u64,
-    /// Failed calls by kind.
+    /// Failed pings by kind.
     pub failures: BTreeMap<String, u64>,
     pub peak_in_flight: u64,
     /// IC time per round, in ns.

@@ -103,6 +103,7 @@ fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
     engine.sim_mut().pause_canister(d.caller, 10);
     let report = finish(&mut engine, &d, job);
     assert_eq!((report.succeeded, report.retries), (20, 20), "{report:?}");
+    assert_eq!(report.delivered_earlier, 20, "the first attempt delivered them; the retry learned it");
     assert_eq!(failures(&report, FailureKind::SysUnknown), 20);
     assert_eq!(
         engine.sim().stats(d.callee()).unwrap().executions_of("ping_once"),
@@ -163,4 +164,55 @@ fn a_bad_retry_policy_is_rejected_and_job_status_of_an_unknown_job_is_null() {
         .query_call(d.caller, controller(), "job_status", encode_one(99u64).unwrap())
         .unwrap();
     assert_eq!(decode_one::<Option<Report>>(&reply).unwrap(), None);
+}
+
+#[test]
+fn after_a_reinstall_of_the_caller_idempotent_jobs_execute_their_pings_again() {
+    let (mut engine, d) = deployed();
+    let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true };
+    let first = start_job(&mut engine, &d, &plan(Strategy::Parallel, 10), retry);
+    assert_eq!((first, finish(&mut engine, &d, first).succeeded), (1, 10));
+    for batched in [false, true] {
+        let p = if batched {
+            Plan { k: Some(5), ..plan(Strategy::Batched, 10) }
+        } else {
+            plan(Strategy::Parallel, 10)
+        };
+        let before = pings_received(&mut engine, d.callee());
+        // A reinstall wipes the caller: job ids start at 1 again.
+        let wasm = canister_wasm::caller_and_callee().unwrap().caller;
+        let sim = engine.sim_mut();
+        sim.stop_canister(d.caller, controller()).unwrap();
+        sim.install_canister(d.caller, &wasm, encode_one(()).unwrap(), controller()).unwrap();
+        sim.start_canister(d.caller, controller()).unwrap();
+        sim.update_call(d.caller, controller(), "setup_callee", encode_one(d.callee()).unwrap()).unwrap();
+        let job = start_job(&mut engine, &d, &p, retry);
+        assert_eq!(job, 1);
+        let report = finish(&mut engine, &d, job);
+        assert_eq!((report.succeeded, report.delivered_earlier), (10, 0), "batched {batched}: {report:?}");
+        assert_eq!(
+            pings_received(&mut engine, d.callee()),
+            before + 10,
+            "batched {batched}: the callee ran them"
+        );
+    }
+}
+
+#[test]
+fn a_job_waits_for_a_callee_that_is_only_stopped() {
+    for idempotent in [false, true] {
+        let (mut engine, d) = deployed();
+        engine.sim_mut().stop_canister(d.callee(), controller()).unwrap();
+        let policy = RetryPolicy { max_attempts: 10, backoff_ms: 1_000, idempotent };
+        let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 2000), policy);
+        for _ in 0..3 {
+            engine.tick();
+        }
+        engine.sim_mut().start_canister(d.callee(), controller()).unwrap();
+        let report = finish(&mut engine, &d, job);
+        assert_eq!(report.succeeded, 2000, "idempotent {idempotent}: {report:?}");
+        assert!(failures(&report, FailureKind::CalleeStopped) >= 500, "{report:?}");
+        assert_eq!(failures(&report, FailureKind::CanisterError), 0, "{report:?}");
+        assert_eq!(pings_received(&mut engine, d.callee()), 2000);
+    }
 }

@@ -1,9 +1,10 @@
 //! What only the simulator can show of the strategies: engine-side counts,
 //! fault injection, fixture callees. The goals for any engine are in goals.rs.
 
-use caller::plan::{Plan, Report, Strategy, Wait};
-use multi_subnet::engines::Engine;
+use caller::plan::{FailureKind, Plan, Report, RetryPolicy, Strategy, Wait};
+use candid::{decode_one, encode_one};
 use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::{Engine, IngressId, TimeStep};
 use multi_subnet::scenario::{self, Deployment, Placement, Topology, controller};
 
 fn plan(strategy: Strategy, n: u64, k: Option<u64>) -> Plan {
@@ -94,4 +95,131 @@ fn bounded_refills_its_window_as_soon_as_any_call_answers() {
     let chunked = n.div_ceil(k) * one_chunk.rounds.0;
     let rounds = in_flight_per_tick.len() as u64;
     assert!(rounds < chunked, "bounded took {rounds} rounds, chunks would take {chunked}");
+}
+
+fn failures(report: &Report, kind: FailureKind) -> u64 {
+    report.failures.iter().find(|f| f.kind == kind).map_or(0, |f| f.count)
+}
+
+/// Every ping is accounted for: delivered or failed, once.
+fn assert_accounted(report: &Report) {
+    let failed: u64 = report.failures.iter().map(|f| f.count).sum();
+    assert!(report.succeeded <= report.requested, "{report:?}");
+    assert_eq!(report.succeeded + failed, report.requested, "{report:?}");
+}
+
+/// Ticks until every message is answered; their reports, in order.
+fn answers(engine: &mut SimEngine, messages: &[IngressId]) -> Vec<Vec<u8>> {
+    for _ in 0..100_000 {
+        if messages.iter().all(|&m| engine.ingress_status(m).is_some()) {
+            return messages.iter().map(|&m| engine.ingress_status(m).unwrap().unwrap()).collect();
+        }
+        engine.tick();
+    }
+    panic!("no answer");
+}
+
+fn submit_plan(engine: &mut SimEngine, d: &Deployment, plan: &Plan) -> IngressId {
+    engine.submit(d.caller, controller(), "run_plan", encode_one(plan).unwrap()).unwrap()
+}
+
+#[test]
+fn a_window_above_the_queue_capacity_delivers_everything() {
+    let (mut engine, d) = deployed(Topology::CrossSubnet, 1);
+    let report =
+        scenario::run_plan(&mut engine, &d, &plan(Strategy::Bounded, 2000, Some(501))).unwrap().report;
+    assert_eq!((report.succeeded, report.peak_in_flight), (2000, 500), "{report:?}");
+    assert_eq!(report.failures, vec![]);
+    assert_eq!(
+        engine.sim().stats(d.caller).unwrap().calls_refused,
+        1,
+        "the window learned the capacity once"
+    );
+}
+
+#[test]
+fn two_windows_in_one_round_share_the_queue_and_both_deliver_everything() {
+    let (mut engine, d) = deployed(Topology::CrossSubnet, 1);
+    let p = plan(Strategy::Bounded, 2000, Some(300));
+    let messages = [submit_plan(&mut engine, &d, &p), submit_plan(&mut engine, &d, &p)];
+    for reply in answers(&mut engine, &messages) {
+        let report: Report = decode_one(&reply).unwrap();
+        assert_eq!(report.succeeded, 2000, "{report:?}");
+    }
+    assert_eq!(engine.sim().stats(d.callee()).unwrap().executions_of("ping"), 4000);
+}
+
+#[test]
+fn a_window_with_no_free_slot_and_nothing_in_flight_stops_and_says_what_it_did_not_start() {
+    let (mut engine, d) = deployed(Topology::CrossSubnet, 1);
+    let busy = engine.submit(d.caller, controller(), "parallel_calls", encode_one(500u64).unwrap()).unwrap();
+    let bounded = submit_plan(&mut engine, &d, &plan(Strategy::Bounded, 10_000, Some(500)));
+    let replies = answers(&mut engine, &[busy, bounded]);
+    assert_eq!(decode_one::<u64>(&replies[0]).unwrap(), 500);
+    let report: Report = decode_one(&replies[1]).unwrap();
+    assert_accounted(&report);
+    assert_eq!(report.succeeded, 0);
+    assert_eq!(failures(&report, FailureKind::CallPerformFailed), 1);
+    assert_eq!(failures(&report, FailureKind::NotAttempted), 9_999);
+    assert_eq!(engine.sim().stats(d.caller).unwrap().calls_refused, 1, "no burning through the rest");
+}
+
+#[test]
+fn a_job_retries_what_a_window_did_not_start_and_delivers_everything() {
+    let wasms = canister_wasm::caller_and_callee().unwrap();
+    let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
+    let d = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
+    engine.submit(d.caller, controller(), "parallel_calls", encode_one(500u64).unwrap()).unwrap();
+    let retry = RetryPolicy { max_attempts: 10, backoff_ms: 1_000, idempotent: false };
+    let report =
+        scenario::run_job(&mut engine, &d, &plan(Strategy::Bounded, 10_000, Some(500)), retry).unwrap();
+    assert_eq!(report.report.succeeded, 10_000, "{:?}", report.report);
+    assert_eq!(engine.sim().stats(d.callee()).unwrap().executions_of("ping"), 10_500);
+}
+
+/// A callee that answers `ping_batch` with the bytes it is given.
+const BAD_ACKNOWLEDGER: &str = include_str!("fixtures/bad_acknowledger.wat");
+
+#[test]
+fn a_batch_answered_with_the_wrong_number_of_results_fails_whole() {
+    let (mut engine, d) = deployed(Topology::CrossSubnet, 1);
+    let liar = engine.create_canister(1, controller()).unwrap();
+    engine.install(liar, &wat::parse_str(BAD_ACKNOWLEDGER).unwrap(), controller()).unwrap();
+    let d = Deployment { callees: vec![liar], ..d };
+    let mut batch_of = |answer: Vec<u8>, n: u64| {
+        let answer = encode_one(serde_bytes::ByteBuf::from(answer)).unwrap();
+        engine.sim_mut().update_call(liar, controller(), "set_answer", answer).unwrap();
+        let p = Plan { callees: Some(vec![liar]), ..plan(Strategy::Batched, n, Some(n)) };
+        scenario::run_plan(&mut engine, &d, &p).unwrap().report
+    };
+    // Ten results per ping, then none at all, then a result byte that means nothing.
+    for (answer, n) in [(vec![1; 50], 5), (vec![], 100), (vec![1, 1, 7], 3)] {
+        let report = batch_of(answer.clone(), n);
+        assert_accounted(&report);
+        assert_eq!(report.succeeded, 0, "answer {answer:?}: {report:?}");
+        assert_eq!(failures(&report, FailureKind::BadAcknowledgement), n);
+    }
+    // The right answer still counts.
+    assert_eq!(batch_of(vec![1, 2, 1], 3).succeeded, 3);
+}
+
+/// What `ic0.cost_call` withdraws for a `ping` with an empty candid argument
+/// on a 13-node subnet (see sim/src/cycles.rs): 260 K + 1 K x (4 + 6) bytes
+/// + 1 K x 2 MiB + 5 M + 40 G.
+const PING_RESERVATION: u128 = 260_000 + 10_000 + 2_097_152_000 + 5_000_000 + 40_000_000_000;
+/// What a message prepays for its own execution: 5 M + 40 G.
+const MESSAGE_PREPAYMENT: u128 = 5_000_000 + 40_000_000_000;
+
+#[test]
+fn spreading_is_bounded_by_the_cycles_each_call_in_flight_reserves() {
+    let (mut engine, d) = deployed(Topology::CrossSubnet, 16);
+    let balance = engine.cycle_balance(d.caller);
+    let mut p = plan(Strategy::Parallel, 10_000, None);
+    p.callees = Some(d.callees.clone());
+    let report = scenario::run_plan(&mut engine, &d, &p).unwrap().report;
+    assert_accounted(&report);
+    let by_cycles = ((balance - MESSAGE_PREPAYMENT) / PING_RESERVATION) as u64;
+    assert!(by_cycles < 16 * 500, "cycles, not slots, bound this run");
+    assert_eq!(report.succeeded, by_cycles, "{report:?}");
+    assert_eq!(failures(&report, FailureKind::InsufficientLiquidCycleBalance), 10_000 - by_cycles);
 }

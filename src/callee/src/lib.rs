@@ -70,10 +70,23 @@ fn ping_batch(batch: PingBatch) -> ByteBuf {
         acknowledge(u64::from(batch.count));
         return ByteBuf::from(vec![EXECUTED; batch.count as usize]);
     };
-    let results = (0..u64::from(batch.count))
-        .map(|i| if execute_once(first + i) { EXECUTED } else { EXECUTED_EARLIER })
-        .collect::<Vec<u8>>();
-    ByteBuf::from(results)
+    let nonces = batch_nonces(first, batch.count).unwrap_or_else(|e| ic_cdk::trap(e));
+    ByteBuf::from(
+        nonces
+            .map(|nonce| if execute_once(nonce) { EXECUTED } else { EXECUTED_EARLIER })
+            .collect::<Vec<u8>>(),
+    )
+}
+
+/// The nonces `first`, `first + 1`, ... of a batch of `count` pings; refused
+/// if they would pass 2^64 - 1 (wrapping would reuse nonces from 0).
+fn batch_nonces(first: u64, count: u32) -> Result<impl Iterator<Item = u64>, String> {
+    match u64::from(count).checked_sub(1) {
+        Some(last) if first.checked_add(last).is_none() => Err(format!(
+            "first_nonce = {first} with count = {count} passes the largest nonce, 2^64 - 1: start the batch lower"
+        )),
+        _ => Ok((0..u64::from(count)).map(move |i| first + i)),
+    }
 }
 
 /// A ping tagged with a nonce: executed once however often it arrives (a
@@ -89,6 +102,19 @@ fn pings_received() -> u64 {
 }
 
 ic_cdk::export_candid!();
+
+#[cfg(test)]
+mod tests {
+    use super::batch_nonces;
+
+    #[test]
+    fn batch_nonces_run_up_to_the_largest_and_never_wrap() {
+        assert_eq!(batch_nonces(u64::MAX - 1, 2).unwrap().collect::<Vec<_>>(), [u64::MAX - 1, u64::MAX]);
+        assert_eq!(batch_nonces(u64::MAX, 0).unwrap().count(), 0);
+        let err = batch_nonces(u64::MAX, 2).err().unwrap();
+        assert!(err.contains("2^64 - 1"), "{err}");
+    }
+}
 
 #[cfg(test)]
 mod candid_interface {

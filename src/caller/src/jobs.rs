@@ -26,6 +26,8 @@ pub struct Job {
     pub started_at: u64,
     pub balance_at_start: u128,
     pub succeeded: u64,
+    /// `opt`, so that jobs saved by v0.1.0, which have none, still load.
+    pub delivered_earlier: Option<u64>,
     pub calls: u64,
     pub failures: BTreeMap<FailureKind, u64>,
     pub retries: u64,
@@ -36,15 +38,19 @@ pub struct Job {
     pub passes_running: u32,
     pub waiting: Vec<Pending>,
     pub finished_at: Option<u64>,
+    /// The nonce of its first ping, when its pings carry nonces (see
+    /// [`NonceRange`]); ping `i` carries this plus `i`.
+    pub first_nonce: Option<u64>,
 }
 
 impl Job {
-    pub fn new(plan: ValidPlan, now: u64, balance: u128) -> Self {
+    pub fn new(plan: ValidPlan, first_nonce: Option<u64>, now: u64, balance: u128) -> Self {
         Self {
             plan,
             started_at: now,
             balance_at_start: balance,
             succeeded: 0,
+            delivered_earlier: None,
             calls: 0,
             failures: BTreeMap::new(),
             retries: 0,
@@ -53,6 +59,7 @@ impl Job {
             passes_running: 1,
             waiting: vec![],
             finished_at: None,
+            first_nonce,
         }
     }
 
@@ -66,6 +73,7 @@ impl Job {
     pub fn absorb(&mut self, tally: &Tally, attempt_of: impl Fn(CallId) -> u32, instructions: u64, now: u64) {
         self.passes_running -= 1;
         self.succeeded += tally.succeeded;
+        self.delivered_earlier = Some(self.delivered_earlier.unwrap_or(0) + tally.delivered_earlier);
         self.calls += tally.calls;
         self.peak_in_flight = self.peak_in_flight.max(tally.peak_in_flight);
         self.instructions += instructions;
@@ -74,7 +82,8 @@ impl Job {
         }
         if let Some(policy) = self.policy() {
             for &(call, kind) in &tally.failed {
-                let attempt = attempt_of(call) + 1;
+                // A ping that was not attempted keeps its attempt for later.
+                let attempt = attempt_of(call) + u32::from(kind != FailureKind::NotAttempted);
                 if kind.retryable(policy.idempotent) && attempt <= policy.max_attempts {
                     self.waiting.push(Pending { call, attempt, due: now + policy.backoff_ns(attempt) });
                 }
@@ -88,8 +97,12 @@ impl Job {
     /// After an upgrade: a pass that was running when the canister was
     /// upgraded without being stopped lost its call context, and with it
     /// the outcome of its calls; it will never report back.
-    pub fn after_upgrade(&mut self, now: u64) {
+    pub fn after_upgrade(&mut self, id: u64, now: u64) {
         self.passes_running = 0;
+        // Jobs saved by v0.1.0 kept no nonce: it was their id times 2^32.
+        if self.plan.retry.is_some_and(|r| r.idempotent) {
+            self.first_nonce.get_or_insert(id << 32);
+        }
         if self.waiting.is_empty() && self.finished_at.is_none() {
             self.finished_at = Some(now);
         }
@@ -117,6 +130,7 @@ impl Job {
         Report {
             requested: self.plan.n.get(),
             succeeded: self.succeeded,
+            delivered_earlier: self.delivered_earlier.unwrap_or(0),
             calls: self.calls,
             failures: self.failures.iter().map(|(&kind, &count)| FailureCount { kind, count }).collect(),
             retries: self.retries,
@@ -129,11 +143,48 @@ impl Job {
     }
 }
 
+/// The nonces a caller's idempotent jobs tag their pings with. The callee
+/// keeps every nonce it executed, per caller, for good; so a nonce must
+/// never repeat for this caller, even after a reinstall, which wipes the
+/// caller's memory and restarts its job ids. Each job reserves one nonce per
+/// ping from a range that starts at `canister_version` x 2^40:
+/// `canister_version` grows with every install, reinstall, upgrade and
+/// settings change and is never reset, so an installation never reaches a
+/// range that a later version starts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NonceRange {
+    /// The next nonce not yet reserved in this installation.
+    next: u64,
+}
+
+/// Nonces one canister version can reserve.
+pub const NONCES_PER_VERSION: u64 = 1 << 40;
+
+impl NonceRange {
+    /// Reserves `n` nonces at canister version `version`; the first of them.
+    pub fn reserve(&mut self, version: u64, n: u64) -> Result<u64, String> {
+        let (Some(start), Some(end)) = (
+            version.checked_mul(NONCES_PER_VERSION),
+            version.checked_add(1).and_then(|v| v.checked_mul(NONCES_PER_VERSION)),
+        ) else {
+            return Err(format!("canister version {version} leaves no nonces for idempotent jobs"));
+        };
+        let first = self.next.max(start);
+        if end - first < n {
+            return Err(format!(
+                "this canister version ({version}) has reserved all its {NONCES_PER_VERSION} nonces; upgrade the caller to start more idempotent jobs"
+            ));
+        }
+        self.next = first + n;
+        Ok(first)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::guards::CallCount;
-    use crate::plan::{Strategy, Wait};
+    use crate::plan::{Acknowledged, Strategy, Wait};
     use candid::Principal;
 
     fn job(policy: Option<RetryPolicy>) -> Job {
@@ -146,13 +197,13 @@ mod tests {
             retry: policy,
             timeout_seconds: None,
         };
-        Job::new(plan, 1_000, 50)
+        Job::new(plan, None, 1_000, 50)
     }
 
     fn tally(outcomes: &[Result<u64, FailureKind>]) -> Tally {
         let mut t = Tally::default();
         for (i, &o) in outcomes.iter().enumerate() {
-            t.record(CallId { index: i as u64, pings: 1 }, o);
+            t.record(CallId { index: i as u64, pings: 1 }, o.map(Acknowledged::now));
         }
         t
     }
@@ -213,12 +264,27 @@ mod tests {
     #[test]
     fn an_upgrade_ends_passes_that_were_running() {
         let mut j = job(Some(POLICY));
-        j.after_upgrade(7_000);
+        j.after_upgrade(1, 7_000);
         assert_eq!((j.passes_running, j.finished_at), (0, Some(7_000)));
         let mut waiting = job(Some(POLICY));
         waiting.absorb(&tally(&[Err(FailureKind::CallPerformFailed)]), |_| 1, 0, 2_000);
-        waiting.after_upgrade(7_000);
+        waiting.after_upgrade(1, 7_000);
         assert_eq!(waiting.finished_at, None, "its retries still come");
+    }
+
+    #[test]
+    fn a_ping_that_was_not_attempted_keeps_its_attempt() {
+        let mut j = job(Some(RetryPolicy { max_attempts: 2, ..POLICY }));
+        let mut t = Tally::default();
+        t.not_attempted(CallId { index: 0, pings: 1 });
+        j.absorb(&t, |_| 1, 0, 0);
+        assert_eq!(j.waiting[0].attempt, 1);
+        assert_eq!(j.waiting[0].due, POLICY.backoff_ns(2), "it still waits out a backoff");
+        for _ in 0..5 {
+            let due = j.take_due(u64::MAX, 10);
+            j.absorb(&t, |_| due[0].attempt, 0, 0);
+        }
+        assert_eq!(j.waiting.len(), 1, "never attempted, never given up");
     }
 
     #[test]
@@ -227,5 +293,69 @@ mod tests {
         j.absorb(&tally(&[Err(FailureKind::CallPerformFailed); 4]), |_| 1, 0, 0);
         assert_eq!(j.take_due(u64::MAX, 3).len(), 3);
         assert_eq!(j.waiting.len(), 1);
+    }
+
+    #[test]
+    fn nonce_ranges_never_repeat_across_versions() {
+        let mut nonces = NonceRange::default();
+        assert_eq!(nonces.reserve(1, 10), Ok(NONCES_PER_VERSION));
+        assert_eq!(nonces.reserve(1, 10), Ok(NONCES_PER_VERSION + 10));
+        // A reinstall forgets the range but not the version, which grew.
+        let mut reinstalled = NonceRange::default();
+        assert_eq!(reinstalled.reserve(2, 10), Ok(2 * NONCES_PER_VERSION));
+        // A settings change keeps the range but grows the version: the next
+        // range starts past everything before.
+        assert_eq!(nonces.reserve(3, 1), Ok(3 * NONCES_PER_VERSION));
+    }
+
+    #[test]
+    fn a_used_up_or_overflowing_range_is_refused() {
+        let mut nonces = NonceRange::default();
+        assert_eq!(nonces.reserve(1, NONCES_PER_VERSION), Ok(NONCES_PER_VERSION));
+        let err = nonces.reserve(1, 1).unwrap_err();
+        assert!(err.contains("upgrade the caller"), "{err}");
+        assert!(nonces.reserve(1 << 24, 1).unwrap_err().contains("leaves no nonces"));
+        assert!(nonces.reserve(u64::MAX, 1).is_err());
+    }
+
+    /// A job as v0.1.0 saved it across an upgrade.
+    #[derive(CandidType)]
+    struct JobV0_1 {
+        plan: ValidPlan,
+        started_at: u64,
+        balance_at_start: u128,
+        succeeded: u64,
+        calls: u64,
+        failures: BTreeMap<FailureKind, u64>,
+        retries: u64,
+        peak_in_flight: u64,
+        instructions: u64,
+        passes_running: u32,
+        waiting: Vec<Pending>,
+        finished_at: Option<u64>,
+    }
+
+    #[test]
+    fn jobs_saved_by_v0_1_0_load_after_an_upgrade() {
+        let old = job(Some(RetryPolicy { idempotent: true, ..POLICY }));
+        let saved = JobV0_1 {
+            plan: old.plan.clone(),
+            started_at: 1,
+            balance_at_start: 2,
+            succeeded: 3,
+            calls: 4,
+            failures: BTreeMap::from([(FailureKind::SysUnknown, 1)]),
+            retries: 5,
+            peak_in_flight: 6,
+            instructions: 7,
+            passes_running: 0,
+            waiting: vec![Pending { call: CallId { index: 9, pings: 1 }, attempt: 2, due: 10 }],
+            finished_at: None,
+        };
+        let mut loaded: Job = candid::decode_one(&candid::encode_one(saved).unwrap()).unwrap();
+        assert_eq!((loaded.succeeded, loaded.delivered_earlier, loaded.first_nonce), (3, None, None));
+        assert_eq!(loaded.report(12, 0).delivered_earlier, 0);
+        loaded.after_upgrade(7, 11);
+        assert_eq!(loaded.first_nonce, Some(7 << 32), "its nonces stay the ones it used");
     }
 }

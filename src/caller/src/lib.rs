@@ -9,8 +9,8 @@ pub mod plan;
 
 use candid::Principal;
 use ic_cdk::api::{
-    call_context_instruction_counter, canister_cycle_balance, canister_self, env_var_name_exists,
-    env_var_value, is_controller, msg_caller, time,
+    call_context_instruction_counter, canister_cycle_balance, canister_self, canister_version,
+    env_var_name_exists, env_var_value, is_controller, msg_caller, time,
 };
 use ic_cdk::call::{Call, CallFailed};
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
@@ -18,8 +18,11 @@ use ic_stable_structures::{DefaultMemoryImpl, StableCell};
 use std::cell::RefCell;
 
 use guards::CALLEE_ENV_VAR;
-use jobs::Job;
-use plan::{CallId, FailureKind, PingBatch, Plan, Report, RetryPolicy, Strategy, ValidPlan, Wait};
+use jobs::{Job, NonceRange};
+use plan::{
+    Acknowledged, CallId, FailureKind, Outcome, Pace, PingBatch, Plan, Report, RetryPolicy, Strategy, Tally,
+    ValidPlan, Wait,
+};
 use serde_bytes::ByteBuf;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -77,28 +80,31 @@ enum Pings {
 /// How a plan reaches its callees.
 struct Pinger<'a> {
     plan: &'a ValidPlan,
-    /// Jobs that retry `SYS_UNKNOWN` tag their pings: job id in the high bits.
-    nonce_base: Option<u64>,
+    /// A job whose retries need nonces: the nonce of its first ping.
+    first_nonce: Option<u64>,
 }
 
 impl Pinger<'_> {
-    fn call(&self, call: CallId) -> impl std::future::Future<Output = Result<u64, FailureKind>> + use<> {
+    fn call(&self, call: CallId) -> impl std::future::Future<Output = Outcome> + use<> {
         let plan = self.plan;
         let callee = plan.callees[(call.index % plan.callees.len() as u64) as usize];
-        let first_ping = call.index * plan.k;
-        let pings = match (plan.strategy, self.nonce_base) {
-            (Strategy::Batched, base) => {
-                Pings::Batch { count: call.pings, first_nonce: base.map(|b| b + first_ping) }
-            }
-            (_, Some(base)) => Pings::OneOnce(base + call.index),
+        let nonce = self.first_nonce.map(|first| first + plan.first_ping(call));
+        let pings = match (plan.strategy, nonce) {
+            (Strategy::Batched, first_nonce) => Pings::Batch { count: call.pings, first_nonce },
+            (_, Some(nonce)) => Pings::OneOnce(nonce),
             (_, None) => Pings::One,
         };
         ping(callee, plan.wait, plan.timeout_seconds, pings)
     }
+
+    /// Makes `calls` at `pace` and tallies them.
+    async fn run(&self, pace: Pace, calls: Vec<CallId>) -> Tally {
+        fan_out::run(pace, calls, |call| self.call(call)).await
+    }
 }
 
-/// One call to `callee`; yields how many pings were acknowledged.
-async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings) -> Result<u64, FailureKind> {
+/// One call to `callee`; yields what it acknowledged.
+async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings) -> Outcome {
     let method = match pings {
         Pings::One => "ping",
         Pings::OneOnce(_) => "ping_once",
@@ -109,38 +115,46 @@ async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings)
         (Wait::Bounded, Some(seconds)) => Call::bounded_wait(callee, method).change_timeout(seconds),
         (Wait::Unbounded, _) => Call::unbounded_wait(callee, method),
     };
+    let classify = |error: CallFailed| classify(&error, callee);
     match pings {
-        Pings::One => call.await.map(|_| 1).map_err(|e| classify(&e)),
-        Pings::OneOnce(nonce) => call.with_arg(nonce).await.map(|_| 1).map_err(|e| classify(&e)),
+        Pings::One => call.await.map(|_| Acknowledged::now(1)).map_err(classify),
+        Pings::OneOnce(nonce) => {
+            let response = call.with_arg(nonce).await.map_err(classify)?;
+            match response.candid::<bool>() {
+                Ok(true) => Ok(Acknowledged::now(1)),
+                Ok(false) => Ok(Acknowledged { now: 0, earlier: 1 }),
+                Err(_) => Err(FailureKind::CandidDecodeFailed),
+            }
+        }
         Pings::Batch { count, first_nonce } => {
             let batch = PingBatch { first_nonce, count: count as u32 };
-            let response = call.with_arg(batch).await.map_err(|e| classify(&e))?;
+            let response = call.with_arg(batch).await.map_err(classify)?;
             let results: ByteBuf = response.candid().map_err(|_| FailureKind::CandidDecodeFailed)?;
-            Ok(results.iter().filter(|&&r| plan::acknowledged(r)).count() as u64)
+            plan::batch_acknowledgement(&results, count)
         }
     }
 }
 
 /// Where a failure is classified.
-fn classify(error: &CallFailed) -> FailureKind {
+fn classify(error: &CallFailed, callee: Principal) -> FailureKind {
     match error {
         CallFailed::InsufficientLiquidCycleBalance(_) => FailureKind::InsufficientLiquidCycleBalance,
         CallFailed::CallPerformFailed(_) => FailureKind::CallPerformFailed,
-        CallFailed::CallRejected(rejected) => FailureKind::from_reject_code(rejected.raw_reject_code()),
+        CallFailed::CallRejected(rejected) => {
+            FailureKind::from_reject(rejected.reject_code().ok(), rejected.reject_message(), callee)
+        }
     }
 }
 
 /// Runs a validated plan in this call context and reports on it.
 async fn run(plan: ValidPlan) -> Report {
     let (started, balance) = (time(), canister_cycle_balance());
-    let pinger = Pinger { plan: &plan, nonce_base: None };
-    let tally = fan_out::run(plan.strategy, plan.n.get(), plan.k, |index, pings| {
-        pinger.call(CallId { index, pings })
-    })
-    .await;
+    let pinger = Pinger { plan: &plan, first_nonce: None };
+    let tally = pinger.run(plan.pace(), plan.calls()).await;
     Report {
         requested: plan.n.get(),
         succeeded: tally.succeeded,
+        delivered_earlier: tally.delivered_earlier,
         calls: tally.calls,
         failures: tally.failures(),
         retries: 0,
@@ -189,6 +203,8 @@ struct Jobs {
 
 thread_local! {
     static JOBS: RefCell<Jobs> = RefCell::new(Jobs::default());
+    /// Not kept across upgrades: the version they bring starts a new range.
+    static NONCES: RefCell<NonceRange> = RefCell::new(NonceRange::default());
     /// Jobs with a retry timer set, and when it fires (timers do not
     /// survive upgrades, so neither does this).
     static ARMED: RefCell<BTreeMap<u64, u64>> = const { RefCell::new(BTreeMap::new()) };
@@ -206,11 +222,16 @@ fn with_job<R>(id: u64, f: impl FnOnce(&mut Job) -> R) -> R {
 #[ic_cdk::update(guard = "caller_is_controller")]
 fn start_job(plan: Plan, retry: Option<RetryPolicy>) -> u64 {
     let plan = validate(plan, retry);
+    let first_nonce = plan.retry.filter(|r| r.idempotent).map(|_| {
+        NONCES
+            .with(|n| n.borrow_mut().reserve(canister_version(), plan.n.get()))
+            .unwrap_or_else(|e| reject(e))
+    });
     let id = JOBS.with(|j| {
         let mut j = j.borrow_mut();
         j.next_id += 1;
         let id = j.next_id;
-        j.jobs.insert(id, Job::new(plan, time(), canister_cycle_balance()));
+        j.jobs.insert(id, Job::new(plan, first_nonce, time(), canister_cycle_balance()));
         // Keep memory (and pre_upgrade's work) bounded: forget the oldest
         // finished jobs.
         while j.jobs.len() > MAX_JOBS {
@@ -231,18 +252,9 @@ fn job_status(id: u64) -> Option<Report> {
     JOBS.with(|j| j.borrow().jobs.get(&id).map(|job| job.report(time(), canister_cycle_balance())))
 }
 
-/// Nonces of job `id`'s pings, when its retries need them.
-fn nonce_base(id: u64, plan: &ValidPlan) -> Option<u64> {
-    plan.retry.filter(|r| r.idempotent).map(|_| id << 32)
-}
-
 async fn first_pass(id: u64) {
-    let plan = with_job(id, |job| job.plan.clone());
-    let pinger = Pinger { plan: &plan, nonce_base: nonce_base(id, &plan) };
-    let tally = fan_out::run(plan.strategy, plan.n.get(), plan.k, |index, pings| {
-        pinger.call(CallId { index, pings })
-    })
-    .await;
+    let (plan, first_nonce) = with_job(id, |job| (job.plan.clone(), job.first_nonce));
+    let tally = Pinger { plan: &plan, first_nonce }.run(plan.pace(), plan.calls()).await;
     with_job(id, |job| job.absorb(&tally, |_| 1, call_context_instruction_counter(), time()));
     arm_retry_timer(id);
 }
@@ -274,15 +286,19 @@ const RETRY_WINDOW_PER_CALLEE: usize = 500;
 /// Runs from a timer: the due retries, all at once, then the next timer.
 async fn retry_pass(id: u64) {
     ARMED.with(|a| a.borrow_mut().remove(&id));
-    let plan = with_job(id, |job| job.plan.clone());
+    let (plan, first_nonce) = with_job(id, |job| (job.plan.clone(), job.first_nonce));
     let due = with_job(id, |job| job.take_due(time(), retry_window(&plan)));
     arm_retry_timer(id);
     if due.is_empty() {
         return;
     }
     let attempts: BTreeMap<u64, u32> = due.iter().map(|p| (p.call.index, p.attempt)).collect();
-    let pinger = Pinger { plan: &plan, nonce_base: nonce_base(id, &plan) };
-    let tally = fan_out::run_calls(due.iter().map(|p| p.call).collect(), |call| pinger.call(call)).await;
+    // A bounded plan's retries keep to its window; the others' go at once.
+    let pace = match plan.pace() {
+        Pace::Window(k) if k > 1 => Pace::Window(k),
+        _ => Pace::AllAtOnce,
+    };
+    let tally = Pinger { plan: &plan, first_nonce }.run(pace, due.iter().map(|p| p.call).collect()).await;
     with_job(id, |job| {
         job.absorb(&tally, |call| attempts[&call.index], call_context_instruction_counter(), time())
     });
@@ -314,7 +330,7 @@ fn post_upgrade() {
     }
     let ids: Vec<u64> = JOBS.with(|j| j.borrow().jobs.keys().copied().collect());
     for id in ids {
-        with_job(id, |job| job.after_upgrade(time()));
+        with_job(id, |job| job.after_upgrade(id, time()));
         arm_retry_timer(id);
     }
 }

@@ -2,8 +2,10 @@
 //! Plain data and rules, unit-tested natively; `lib.rs` runs plans.
 
 use candid::{CandidType, Deserialize, Nat, Principal};
+use ic_cdk::call::RejectCode;
 use std::collections::BTreeMap;
 
+pub use crate::guards::MAX_CALLS;
 use crate::guards::{self, CallCount};
 
 /// The most pings one batched call may carry.
@@ -22,8 +24,40 @@ pub struct PingBatch {
 pub const EXECUTED: u8 = 1;
 pub const EXECUTED_EARLIER: u8 = 2;
 
-pub fn acknowledged(result: u8) -> bool {
-    result == EXECUTED || result == EXECUTED_EARLIER
+/// What one call's answer acknowledged: pings executed by this call, and
+/// pings whose nonce the callee had executed before (an earlier attempt of
+/// the same job delivered them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Acknowledged {
+    pub now: u64,
+    pub earlier: u64,
+}
+
+impl Acknowledged {
+    pub fn now(pings: u64) -> Self {
+        Self { now: pings, earlier: 0 }
+    }
+}
+
+/// How one call ended: what it acknowledged, or why it failed.
+pub type Outcome = Result<Acknowledged, FailureKind>;
+
+/// Reads `ping_batch`'s answer for a batch of `count` pings: exactly one
+/// known result byte per ping, or the whole batch is `BadAcknowledgement`
+/// (a callee that answers otherwise cannot be trusted for any of them).
+pub fn batch_acknowledgement(results: &[u8], count: u64) -> Outcome {
+    if results.len() as u64 != count {
+        return Err(FailureKind::BadAcknowledgement);
+    }
+    let mut acknowledged = Acknowledged::default();
+    for &result in results {
+        match result {
+            EXECUTED => acknowledged.now += 1,
+            EXECUTED_EARLIER => acknowledged.earlier += 1,
+            _ => return Err(FailureKind::BadAcknowledgement),
+        }
+    }
+    Ok(acknowledged)
 }
 
 /// The most callees one plan may spread over.
@@ -38,6 +72,12 @@ pub enum Strategy {
     #[serde(rename = "parallel")]
     Parallel,
     /// At most `k` calls in flight; a new one starts as soon as any answers.
+    /// A call that finds no free slot shrinks the window to the calls in
+    /// flight, and its ping waits for the next answer; so a `k` above the
+    /// free slots (500 per callee, less what other runs hold) delivers
+    /// everything, at the pace the slots allow. With nothing of its own in
+    /// flight to wait for, the plan stops and reports the pings it did not
+    /// start as `NotAttempted` (a job retries them).
     #[serde(rename = "bounded")]
     Bounded,
     /// `k` pings per call, all calls at once.
@@ -65,6 +105,13 @@ pub struct Plan {
     pub k: Option<u64>,
     pub wait: Option<Wait>,
     /// Callees to spread the calls over, round-robin; default: the callee.
+    /// Each callee has its own 500 slots, so `m` callees take up to 500 x m
+    /// calls in flight, but every call in flight also reserves its largest
+    /// possible cost until it is answered (for a `ping` on a 13-node subnet
+    /// about 42.1 G cycles: 260 K + 1 K per request byte + 1 K x 2 MiB of
+    /// response + 5 M + 40 G for the callback), so the liquid balance / 42.1 G
+    /// bounds them too (about 2374 from 100 T); the rest fail as
+    /// `InsufficientLiquidCycleBalance`.
     pub callees: Option<Vec<Principal>>,
     /// Bounded-wait calls: how long to wait for a response (at most 300 s,
     /// the default).
@@ -103,6 +150,41 @@ pub struct ValidPlan {
     pub callees: Vec<Principal>,
     pub retry: Option<RetryPolicy>,
     pub timeout_seconds: Option<u32>,
+}
+
+/// How the calls of one pass are paced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// Every call at once; those that find no slot fail.
+    AllAtOnce,
+    /// At most this many in flight (1: one after another).
+    Window(u64),
+}
+
+impl ValidPlan {
+    /// The calls of the first pass: one ping each, or batches of `k`.
+    pub fn calls(&self) -> Vec<CallId> {
+        let n = self.n.get();
+        match self.strategy {
+            Strategy::Batched => (0..n.div_ceil(self.k))
+                .map(|i| CallId { index: i, pings: self.k.min(n - i * self.k) })
+                .collect(),
+            _ => (0..n).map(|index| CallId { index, pings: 1 }).collect(),
+        }
+    }
+
+    /// The first ping a call carries (its nonce is the job's first plus this).
+    pub fn first_ping(&self, call: CallId) -> u64 {
+        call.index * self.k
+    }
+
+    pub fn pace(&self) -> Pace {
+        match self.strategy {
+            Strategy::Sequential => Pace::Window(1),
+            Strategy::Parallel | Strategy::Batched => Pace::AllAtOnce,
+            Strategy::Bounded => Pace::Window(self.k),
+        }
+    }
 }
 
 /// Checks a plan before any call is made. `default_callee` is consulted
@@ -176,9 +258,10 @@ pub fn validate(
     })
 }
 
-/// Why a call failed: not performed (`CallPerformFailed`,
-/// `InsufficientLiquidCycleBalance`), rejected (one kind per reject code), or
-/// answered with something that is not the expected reply.
+/// Why pings failed: their call was not performed (`CallPerformFailed`,
+/// `InsufficientLiquidCycleBalance`) or never made (`NotAttempted`), was
+/// rejected (one kind per reject code, and `CalleeStopped`), or was answered
+/// with something that is not the expected reply.
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FailureKind {
     CallPerformFailed,
@@ -192,39 +275,114 @@ pub enum FailureKind {
     /// A reject code this version does not know.
     OtherReject,
     CandidDecodeFailed,
+    /// No call was made: a window found no free slot with nothing of its
+    /// own in flight to wait for, and stopped.
+    NotAttempted,
+    /// The callee's answer did not acknowledge the batch ping by ping.
+    BadAcknowledgement,
+    /// `CANISTER_ERROR` because the callee is stopped or stopping: the
+    /// request never reached it, so the ping did not execute.
+    CalleeStopped,
 }
 
 impl FailureKind {
-    /// Safe to try again later: the call was not performed
-    /// (`CallPerformFailed`), or the system says the callee did not get it
-    /// (`SYS_TRANSIENT`), as ic-cdk's `is_clean_reject` and
-    /// `is_immediately_retryable` classify them. `SYS_UNKNOWN` (it may have
-    /// run) only when the callee executes every ping once (`idempotent`).
-    /// Not `InsufficientLiquidCycleBalance`: that needs cycles, not time.
+    pub const ALL: [FailureKind; 13] = [
+        Self::CallPerformFailed,
+        Self::InsufficientLiquidCycleBalance,
+        Self::SysFatal,
+        Self::SysTransient,
+        Self::DestinationInvalid,
+        Self::CanisterReject,
+        Self::CanisterError,
+        Self::SysUnknown,
+        Self::OtherReject,
+        Self::CandidDecodeFailed,
+        Self::NotAttempted,
+        Self::BadAcknowledgement,
+        Self::CalleeStopped,
+    ];
+
+    /// What it means, for a reader of a report.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Self::CallPerformFailed => {
+                "no request slot was free (500 per caller-callee pair), so the call was not made"
+            }
+            Self::InsufficientLiquidCycleBalance => {
+                "every call in flight reserves its largest possible cost until it is answered (about 42.1 G cycles for a ping on a 13-node subnet: 260 K + 1 K per request byte + 1 K x 2 MiB of response + 5 M + 40 G for the callback), and the caller's liquid balance had no room for another; liquid balance / 42.1 G bounds the calls in flight"
+            }
+            Self::SysFatal => "SYS_FATAL reject",
+            Self::SysTransient => "SYS_TRANSIENT reject: the request did not reach the callee; safe to retry",
+            Self::DestinationInvalid => "DESTINATION_INVALID reject: the callee does not exist",
+            Self::CanisterReject => "CANISTER_REJECT: the callee rejected the call",
+            Self::CanisterError => "CANISTER_ERROR: the callee trapped or could not run the method",
+            Self::SysUnknown => "SYS_UNKNOWN: the call's deadline passed; the ping may or may not have run",
+            Self::OtherReject => "a reject code this version does not know",
+            Self::CandidDecodeFailed => "the reply was not the candid the caller expects",
+            Self::NotAttempted => {
+                "no call was made: a window found no free slot with nothing of its own in flight to wait for, and stopped (a job retries these)"
+            }
+            Self::BadAcknowledgement => "the callee's answer did not acknowledge the batch ping by ping",
+            Self::CalleeStopped => {
+                "the callee was stopped or stopping: the ping did not run (a job retries these)"
+            }
+        }
+    }
+
+    /// Safe to try again later. Always when the ping cannot have executed:
+    /// the call was not performed or never made, the system says the callee
+    /// did not get it (`SYS_TRANSIENT`, as ic-cdk's `is_clean_reject`
+    /// classifies it), or the callee was stopped. When the callee executes
+    /// every ping once (`idempotent`), also where it may have run: the
+    /// outcome is unknown (`SYS_UNKNOWN`), the callee trapped or otherwise
+    /// failed (`CANISTER_ERROR`: a trap rolls its ping back, and a nonce
+    /// keeps a ping that did run from running twice), or it answered a batch
+    /// badly. Never `InsufficientLiquidCycleBalance`: that needs cycles, not
+    /// time; nor rejects the callee chose or that name a missing callee.
     pub fn retryable(self, idempotent: bool) -> bool {
         match self {
-            Self::CallPerformFailed | Self::SysTransient => true,
-            Self::SysUnknown => idempotent,
+            Self::CallPerformFailed | Self::SysTransient | Self::NotAttempted | Self::CalleeStopped => true,
+            Self::SysUnknown | Self::CanisterError | Self::BadAcknowledgement => idempotent,
             _ => false,
         }
     }
 
-    pub fn from_reject_code(code: u32) -> Self {
+    /// The call was refused before it left the canister, so a slot or
+    /// cycles were missing: nothing is in flight for it.
+    pub fn not_performed(self) -> bool {
+        matches!(self, Self::CallPerformFailed | Self::InsufficientLiquidCycleBalance)
+    }
+
+    /// Classifies a reject from `callee`. The replica's stream handler
+    /// (`generate_reject_response_for` in dfinity/ic
+    /// `rs/messaging/src/routing/stream_handler.rs`) rejects a request to a
+    /// stopped or stopping canister with `CANISTER_ERROR` and exactly
+    /// "Canister <id> is stopped" or "Canister <id> is stopping": that code
+    /// with that message, for this callee, is `CalleeStopped`.
+    pub fn from_reject(code: Option<RejectCode>, message: &str, callee: Principal) -> Self {
         match code {
-            1 => Self::SysFatal,
-            2 => Self::SysTransient,
-            3 => Self::DestinationInvalid,
-            4 => Self::CanisterReject,
-            5 => Self::CanisterError,
-            6 => Self::SysUnknown,
-            _ => Self::OtherReject,
+            Some(RejectCode::SysFatal) => Self::SysFatal,
+            Some(RejectCode::SysTransient) => Self::SysTransient,
+            Some(RejectCode::DestinationInvalid) => Self::DestinationInvalid,
+            Some(RejectCode::CanisterReject) => Self::CanisterReject,
+            Some(RejectCode::CanisterError)
+                if message == format!("Canister {callee} is stopped")
+                    || message == format!("Canister {callee} is stopping") =>
+            {
+                Self::CalleeStopped
+            }
+            Some(RejectCode::CanisterError) => Self::CanisterError,
+            Some(RejectCode::SysUnknown) => Self::SysUnknown,
+            None => Self::OtherReject,
         }
     }
 }
 
+/// Pings that failed in one way.
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct FailureCount {
     pub kind: FailureKind,
+    /// Pings, not calls: a failed batched call counts every ping it carried.
     pub count: u64,
 }
 
@@ -233,11 +391,17 @@ pub struct FailureCount {
 pub struct Report {
     /// Pings the plan asked for.
     pub requested: u64,
-    /// Pings the callees acknowledged.
+    /// Pings the callees acknowledged. For a plan, `requested` is
+    /// `succeeded` plus the failures' counts.
     pub succeeded: u64,
-    /// Inter-canister calls attempted (a batched call carries several pings).
+    /// Of `succeeded`: pings whose callee answered that it had executed
+    /// them already (their nonce was seen): an earlier attempt of the same
+    /// job delivered them, whose answer was lost.
+    pub delivered_earlier: u64,
+    /// Inter-canister calls attempted, refused ones included (a batched
+    /// call carries several pings).
     pub calls: u64,
-    /// Failed calls by kind.
+    /// Failed pings by kind (for a job, every failed attempt).
     pub failures: Vec<FailureCount>,
     /// Calls made again after a failure.
     pub retries: u64,
@@ -267,7 +431,9 @@ pub struct CallId {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
     pub succeeded: u64,
+    pub delivered_earlier: u64,
     pub calls: u64,
+    /// Failed pings by kind.
     pub failures: BTreeMap<FailureKind, u64>,
     pub peak_in_flight: u64,
     /// The calls that failed, and why.
@@ -276,15 +442,25 @@ pub struct Tally {
 
 impl Tally {
     /// One call's outcome: the pings it had acknowledged, or why it failed.
-    pub fn record(&mut self, call: CallId, outcome: Result<u64, FailureKind>) {
+    pub fn record(&mut self, call: CallId, outcome: Outcome) {
         self.calls += 1;
         match outcome {
-            Ok(acknowledged) => self.succeeded += acknowledged,
-            Err(kind) => {
-                *self.failures.entry(kind).or_default() += 1;
-                self.failed.push((call, kind));
+            Ok(acknowledged) => {
+                self.succeeded += acknowledged.now + acknowledged.earlier;
+                self.delivered_earlier += acknowledged.earlier;
             }
+            Err(kind) => self.fail(call, kind),
         }
+    }
+
+    /// A call that was never made.
+    pub fn not_attempted(&mut self, call: CallId) {
+        self.fail(call, FailureKind::NotAttempted);
+    }
+
+    fn fail(&mut self, call: CallId, kind: FailureKind) {
+        *self.failures.entry(kind).or_default() += call.pings;
+        self.failed.push((call, kind));
     }
 
     pub fn failures(&self) -> Vec<FailureCount> {
@@ -326,13 +502,18 @@ mod tests {
     }
 
     #[test]
-    fn only_clean_failures_are_retried_and_sys_unknown_only_when_idempotent() {
+    fn clean_failures_are_retried_and_the_ones_that_may_have_run_only_when_idempotent() {
         assert!(FailureKind::CallPerformFailed.retryable(false));
         assert!(FailureKind::SysTransient.retryable(false));
         assert!(!FailureKind::SysUnknown.retryable(false));
         assert!(FailureKind::SysUnknown.retryable(true));
-        for kind in [FailureKind::CanisterError, FailureKind::CanisterReject, FailureKind::DestinationInvalid]
-        {
+        for kind in [FailureKind::NotAttempted, FailureKind::CalleeStopped] {
+            assert!(kind.retryable(false), "{kind:?}: it never executed");
+        }
+        for kind in [FailureKind::CanisterError, FailureKind::BadAcknowledgement] {
+            assert!(!kind.retryable(false) && kind.retryable(true), "{kind:?}: it may have executed");
+        }
+        for kind in [FailureKind::CanisterReject, FailureKind::DestinationInvalid] {
             assert!(!kind.retryable(true), "{kind:?}");
         }
         assert!(!FailureKind::InsufficientLiquidCycleBalance.retryable(true));
@@ -397,22 +578,84 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_is_listed_once_and_says_what_it_means() {
+        let names: std::collections::BTreeSet<String> =
+            FailureKind::ALL.iter().map(|k| format!("{k:?}")).collect();
+        assert_eq!(names.len(), FailureKind::ALL.len());
+        assert!(FailureKind::ALL.iter().all(|k| !k.meaning().is_empty()));
+        assert!(FailureKind::InsufficientLiquidCycleBalance.meaning().contains("42.1 G"));
+    }
+
+    #[test]
     fn reject_codes_map_to_kinds() {
-        assert_eq!(FailureKind::from_reject_code(3), FailureKind::DestinationInvalid);
-        assert_eq!(FailureKind::from_reject_code(6), FailureKind::SysUnknown);
-        assert_eq!(FailureKind::from_reject_code(99), FailureKind::OtherReject);
+        let callee = principal(7);
+        let kind = |code, message: &str| FailureKind::from_reject(code, message, callee);
+        assert_eq!(kind(Some(RejectCode::DestinationInvalid), "x"), FailureKind::DestinationInvalid);
+        assert_eq!(kind(Some(RejectCode::SysUnknown), "x"), FailureKind::SysUnknown);
+        assert_eq!(kind(None, "x"), FailureKind::OtherReject);
+        assert_eq!(kind(Some(RejectCode::CanisterError), "trapped"), FailureKind::CanisterError);
+    }
+
+    #[test]
+    fn the_replicas_stopped_rejects_are_callee_stopped_and_nothing_else_is() {
+        let callee = principal(7);
+        let kind = |code, message: String| FailureKind::from_reject(Some(code), &message, callee);
+        for state in ["stopped", "stopping"] {
+            let message = format!("Canister {callee} is {state}");
+            assert_eq!(kind(RejectCode::CanisterError, message.clone()), FailureKind::CalleeStopped);
+            assert_eq!(
+                kind(RejectCode::CanisterReject, message),
+                FailureKind::CanisterReject,
+                "the code too"
+            );
+            let another = format!("Canister {} is {state}", principal(8));
+            assert_eq!(
+                kind(RejectCode::CanisterError, another),
+                FailureKind::CanisterError,
+                "this callee only"
+            );
+        }
+        let trapped = format!("Error from Canister {callee}: Canister {callee} is stopped, it said");
+        assert_eq!(
+            kind(RejectCode::CanisterError, trapped),
+            FailureKind::CanisterError,
+            "no substring guess"
+        );
+    }
+
+    #[test]
+    fn batch_acknowledgements_must_match_the_batch_ping_by_ping() {
+        let ack = |bytes: &[u8], count| batch_acknowledgement(bytes, count);
+        assert_eq!(ack(&[EXECUTED, EXECUTED_EARLIER, EXECUTED], 3), Ok(Acknowledged { now: 2, earlier: 1 }));
+        for (bytes, count) in
+            [(&[][..], 100), (&[EXECUTED; 50][..], 5), (&[EXECUTED, 0][..], 2), (&[9][..], 1)]
+        {
+            assert_eq!(ack(bytes, count), Err(FailureKind::BadAcknowledgement), "{bytes:?} for {count}");
+        }
+    }
+
+    #[test]
+    fn a_plans_calls_carry_every_ping_once_at_its_pace() {
+        let batched = check(plan(Strategy::Batched, 25, Some(10))).unwrap();
+        let pings: Vec<u64> = batched.calls().iter().map(|c| c.pings).collect();
+        assert_eq!(pings, [10, 10, 5]);
+        assert_eq!(batched.first_ping(batched.calls()[2]), 20);
+        assert_eq!(batched.pace(), Pace::AllAtOnce);
+        assert_eq!(check(plan(Strategy::Sequential, 3, None)).unwrap().pace(), Pace::Window(1));
+        assert_eq!(check(plan(Strategy::Bounded, 3, Some(7))).unwrap().pace(), Pace::Window(7));
+        assert_eq!(check(plan(Strategy::Parallel, 3, None)).unwrap().calls().len(), 3);
     }
 
     #[test]
     fn the_tally_counts_pings_calls_and_failures_by_kind() {
         let mut t = Tally::default();
         let call = |index| CallId { index, pings: 1 };
-        t.record(call(0), Ok(5));
+        t.record(CallId { index: 0, pings: 5 }, Ok(Acknowledged { now: 4, earlier: 1 }));
         t.record(call(1), Err(FailureKind::CallPerformFailed));
         t.record(call(2), Err(FailureKind::CallPerformFailed));
         t.record(call(3), Err(FailureKind::SysUnknown));
         assert_eq!(t.failed.len(), 3);
-        assert_eq!((t.succeeded, t.calls), (5, 4));
+        assert_eq!((t.succeeded, t.delivered_earlier, t.calls), (5, 1, 4));
         assert_eq!(
             t.failures(),
             vec![
