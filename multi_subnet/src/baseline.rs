@@ -41,7 +41,7 @@ fn figures(row: &Row) -> BTreeMap<String, f64> {
         ("peak_in_flight".to_string(), row.peak_in_flight as f64),
     ]);
     for (kind, count) in &row.failures {
-        figures.insert(format!("failures.{kind}"), *count as f64);
+        figures.insert(format!("failures.{kind:?}"), *count as f64);
     }
     figures
 }
@@ -129,18 +129,18 @@ impl Comparison {
 mod tests {
     use super::*;
     use crate::scenario::Topology;
-    use crate::sweep::{StrategyName, WaitName};
+    use interface::{Strategy, Wait};
 
     fn row(rounds: u64) -> Row {
         Row {
-            strategy: StrategyName::Parallel,
+            strategy: Strategy::Parallel,
             topology: Topology::CrossSubnet,
             calls: 100,
             succeeded: 100,
             rounds,
             wall_ms: 1.0,
             k: None,
-            wait: WaitName::Bounded,
+            wait: Wait::Bounded,
             retry: false,
             callees: 1,
             caller_instructions: 1000,

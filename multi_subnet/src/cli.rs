@@ -5,13 +5,14 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use std::path::PathBuf;
 
+use interface::{MAX_CALLS, Strategy, Wait};
+
 use crate::baseline::{Baseline, Comparison};
 use crate::charts;
 use crate::engines::{Engine, EngineChoice, EngineFactory, TimeStep};
-use crate::report::{ExampleFormat, Format, Report, SweepReport};
-use crate::scenario::{self, Run, Strategy, Topology};
-use crate::sweep::{self, StrategyName, SweepSpec, WaitName};
-use caller::plan::RetryPolicy;
+use crate::report::{ExampleFormat, ExampleReport, Format, SweepReport};
+use crate::scenario::{self, Run, Topology};
+use crate::sweep;
 
 /// Runs `n` ping calls from a caller canister to a callee canister,
 /// sequentially and in parallel, and reports successes, rounds and time.
@@ -72,7 +73,7 @@ pub struct SweepArgs {
     pub calls: Vec<u64>,
 
     #[arg(long, value_enum, value_delimiter = ',', default_value = "sequential,parallel,bounded,batched")]
-    pub strategies: Vec<StrategyName>,
+    pub strategies: Vec<Strategy>,
 
     /// Windows (bounded) and batch sizes (batched, at most 1000).
     #[arg(long, value_name = "K[,K...]", value_delimiter = ',', default_value = "10,100,500")]
@@ -82,8 +83,8 @@ pub struct SweepArgs {
     pub topologies: Vec<Topology>,
 
     /// Bounded-wait or unbounded-wait calls.
-    #[arg(long, value_enum, default_value_t = WaitName::Bounded)]
-    pub wait: WaitName,
+    #[arg(long, value_enum, default_value_t = Wait::Bounded)]
+    pub wait: Wait,
 
     /// Callees to spread the calls over (1 to 16).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
@@ -135,7 +136,7 @@ pub struct SweepArgs {
 
 /// A number of pings per run: the caller refuses more than its maximum.
 fn calls() -> clap::builder::RangedU64ValueParser {
-    clap::value_parser!(u64).range(..=caller::plan::MAX_CALLS)
+    clap::value_parser!(u64).range(..=MAX_CALLS)
 }
 
 /// A percentage that can gate a comparison: NaN or infinity would let every
@@ -147,32 +148,38 @@ fn noise_threshold(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
-/// What a command prints, and the one-line failure it may end with.
+/// What a command prints, the one-line failure it may end with, and why
+/// `auto` fell back to the simulator if it did.
+#[derive(Default)]
 pub struct Output {
     pub stdout: String,
     pub failure: Option<String>,
+    pub fallback_note: Option<String>,
 }
 
 impl Cli {
     pub fn execute(&self) -> Result<Output> {
-        let stdout = match &self.command {
-            None => self.example.execute()?,
-            Some(Command::Compare(args)) => compare(args)?,
-            Some(Command::Sweep(args)) => return args.execute(),
-        };
-        Ok(Output { stdout, failure: None })
+        match &self.command {
+            None => self.example.execute(),
+            Some(Command::Compare(args)) => compare(args),
+            Some(Command::Sweep(args)) => args.execute(),
+        }
     }
 }
 
 impl ExampleArgs {
     /// Runs the example's scenario and renders the report.
-    fn execute(&self) -> Result<String> {
+    fn execute(&self) -> Result<Output> {
         let topology = Topology::from_subnets(self.subnets);
-        let mut engine =
-            EngineFactory::resolve(self.engine.engine)?.start(topology.subnets(), TimeStep::POCKET_IC);
+        let resolved = EngineFactory::resolve(self.engine.engine)?;
+        let mut engine = resolved.factory.start(topology.subnets(), TimeStep::POCKET_IC)?;
         let runs = example_runs(engine.as_mut(), topology, &self.calls)?;
-        let report = Report { engine: engine.kind(), engine_description: engine.description(), runs };
-        Ok(report.render(self.format))
+        let report = ExampleReport { engine: engine.kind(), engine_description: engine.description(), runs };
+        Ok(Output {
+            stdout: report.render(self.format),
+            failure: None,
+            fallback_note: resolved.fallback_note,
+        })
     }
 }
 
@@ -182,7 +189,7 @@ fn example_runs(engine: &mut dyn Engine, topology: Topology, calls: &[u64]) -> R
     let deployment = scenario::deploy(engine, topology, &wasms)?;
     let mut runs = vec![];
     for &n in calls {
-        for strategy in Strategy::EXAMPLE {
+        for strategy in [Strategy::Sequential, Strategy::Parallel] {
             runs.push(scenario::run(engine, &deployment, strategy, n)?);
         }
     }
@@ -190,16 +197,16 @@ fn example_runs(engine: &mut dyn Engine, topology: Topology, calls: &[u64]) -> R
 }
 
 /// The example's comparisons, as it prints them, then what they show.
-fn compare(args: &EngineArgs) -> Result<String> {
-    let factory = EngineFactory::resolve(args.engine)?;
+fn compare(args: &EngineArgs) -> Result<Output> {
+    let resolved = EngineFactory::resolve(args.engine)?;
     let mut out = String::new();
     for (topology, calls, title) in [
         (Topology::SameSubnet, &[100, 2000][..], "One subnet, as on a local dfx replica"),
         (Topology::CrossSubnet, &[90][..], "Two subnets, caller and callee apart"),
     ] {
-        let mut engine = factory.start(topology.subnets(), TimeStep::POCKET_IC);
+        let mut engine = resolved.factory.start(topology.subnets(), TimeStep::POCKET_IC)?;
         let runs = example_runs(engine.as_mut(), topology, calls)?;
-        let report = Report { engine: engine.kind(), engine_description: engine.description(), runs };
+        let report = ExampleReport { engine: engine.kind(), engine_description: engine.description(), runs };
         if out.is_empty() {
             out += &format!("Engine: {}\n", report.engine_description);
         }
@@ -219,30 +226,17 @@ fn compare(args: &EngineArgs) -> Result<String> {
             );
         }
     }
-    Ok(out)
+    Ok(Output { stdout: out, failure: None, fallback_note: resolved.fallback_note })
 }
 
 impl SweepArgs {
-    fn spec(&self) -> SweepSpec {
-        SweepSpec {
-            calls: self.calls.clone(),
-            strategies: self.strategies.clone(),
-            k: self.k.clone(),
-            topologies: self.topologies.clone(),
-            wait: self.wait,
-            callees: self.callees as usize,
-            repeat: self.repeat as usize,
-            time_step: TimeStep(self.time_step_ns),
-            retry: self.retry.then_some(RetryPolicy {
-                max_attempts: 10,
-                backoff_ms: self.backoff_ms,
-                idempotent: self.idempotent,
-            }),
-        }
+    /// Runs the sweep on the engine `--engine` resolves to.
+    pub fn report(&self) -> Result<SweepReport> {
+        self.report_on(&EngineFactory::resolve(self.engine.engine)?.factory)
     }
 
     /// Runs the sweep (with a progress bar on a terminal).
-    pub fn report(&self) -> Result<SweepReport> {
+    fn report_on(&self, factory: &EngineFactory) -> Result<SweepReport> {
         if self.k.contains(&0) {
             bail!("--k 0: every k must be at least 1");
         }
@@ -251,21 +245,20 @@ impl SweepArgs {
                 "--retry needs IC time to pass: with --time-step-ns 0 no retry's backoff would ever end (use 1 or more)"
             );
         }
-        let factory = EngineFactory::resolve(self.engine.engine)?;
         let wasms = canister_wasm::caller_and_callee()?;
-        let spec = self.spec();
-        let progress = ProgressBar::new((sweep::combinations(&spec).len() * spec.repeat.max(1)) as u64)
+        let progress = ProgressBar::new(self.combinations().len() as u64 * self.repeat.max(1))
             .with_finish(ProgressFinish::AndClear);
         progress
             .set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}").expect("valid"));
-        let runs = sweep::run(&factory, &spec, &wasms, || progress.inc(1))?;
+        let runs = sweep::run(factory, self, &wasms, || progress.inc(1))?;
         progress.finish_and_clear();
         Ok(SweepReport { engine: factory.kind(), engine_description: factory.description(), runs })
     }
 
     fn execute(&self) -> Result<Output> {
         let baseline = self.compare.as_deref().map(Baseline::load).transpose()?;
-        let report = self.report()?;
+        let resolved = EngineFactory::resolve(self.engine.engine)?;
+        let report = self.report_on(&resolved.factory)?;
         if let Some(dir) = &self.out {
             write_all(&report, dir)?;
         }
@@ -286,7 +279,7 @@ impl SweepArgs {
                 ));
             }
         }
-        Ok(Output { stdout, failure })
+        Ok(Output { stdout, failure, fallback_note: resolved.fallback_note })
     }
 }
 

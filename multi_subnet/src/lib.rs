@@ -2,6 +2,7 @@
 //! measurement -> report.
 
 pub mod baseline;
+pub mod caller_client;
 pub mod charts;
 pub mod cli;
 pub mod engines;

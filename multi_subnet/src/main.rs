@@ -14,6 +14,7 @@ fn main() -> ExitCode {
         // SAFETY: no other thread exists yet.
         unsafe { std::env::set_var("POCKET_IC_MUTE_SERVER", "1") };
     }
+    // The pocket-ic client panics on a server's errors; those end in one line too.
     std::panic::set_hook(Box::new(|info| eprintln!("error: {}", one_line(&info.to_string()))));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -28,7 +29,7 @@ fn main() -> ExitCode {
     };
     match cli.execute() {
         Ok(output) => {
-            if let Some(note) = multi_subnet::engines::fallback_note() {
+            if let Some(note) = output.fallback_note {
                 eprintln!("note: {note}");
             }
             print!("{}", output.stdout);

@@ -2,10 +2,11 @@
 
 use serde::Serialize;
 
+use interface::FailureKind;
+
 use crate::engines::EngineKind;
 use crate::scenario::{Run, Topology};
 use crate::sweep::Row;
-use caller::plan::FailureKind;
 
 /// Formats of the example's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -23,16 +24,16 @@ pub enum Format {
     Markdown,
 }
 
-/// Every figure with the engine that produced it.
+/// The example's runs with the engine that produced them.
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub struct ExampleReport {
     pub engine: EngineKind,
     #[serde(skip)]
     pub engine_description: String,
     pub runs: Vec<Run>,
 }
 
-impl Report {
+impl ExampleReport {
     pub fn render(&self, format: ExampleFormat) -> String {
         match format {
             ExampleFormat::Text => self.text(),
@@ -46,7 +47,7 @@ impl Report {
         for run in &self.runs {
             out += &format!(
                 "{} calls: {}/{} successful calls in {:?} ({} rounds)\n",
-                run.strategy.label(),
+                sentence_case(run.strategy.name()),
                 run.succeeded,
                 run.calls,
                 run.wall,
@@ -55,6 +56,12 @@ impl Report {
         }
         out
     }
+}
+
+/// "sequential" as the example prints it: "Sequential".
+fn sentence_case(name: &str) -> String {
+    let mut chars = name.chars();
+    chars.next().map_or(String::new(), |first| first.to_uppercase().chain(chars).collect())
 }
 
 /// A sweep's rows with the engine that produced them.
@@ -93,18 +100,14 @@ fn failures_text(row: &Row) -> String {
     if row.failures.is_empty() {
         return "-".into();
     }
-    row.failures.iter().map(|(kind, n)| format!("{n} {kind}")).collect::<Vec<_>>().join(", ")
+    row.failures.iter().map(|(kind, n)| format!("{n} {kind:?}")).collect::<Vec<_>>().join(", ")
 }
 
 /// One line per kind of failure the rows show, saying what it means.
 fn failure_notes(rows: &[Row]) -> String {
-    let shown: std::collections::BTreeSet<&str> =
-        rows.iter().flat_map(|r| r.failures.keys()).map(String::as_str).collect();
-    FailureKind::ALL
-        .iter()
-        .filter(|kind| shown.contains(format!("{kind:?}").as_str()))
-        .map(|kind| format!("- {kind:?}: {}.\n", kind.meaning()))
-        .collect()
+    let shown: std::collections::BTreeSet<FailureKind> =
+        rows.iter().flat_map(|r| r.failures.keys().copied()).collect();
+    shown.iter().map(|kind| format!("- {kind:?}: {}.\n", kind.meaning())).collect()
 }
 
 impl SweepReport {
@@ -177,7 +180,7 @@ impl SweepReport {
             ])
             .expect("in memory");
         for r in &self.runs {
-            let failures = r.failures.iter().map(|(k, n)| format!("{k}={n}")).collect::<Vec<_>>().join(";");
+            let failures = r.failures.iter().map(|(k, n)| format!("{k:?}={n}")).collect::<Vec<_>>().join(";");
             writer
                 .write_record([
                     self.engine.to_string(),
@@ -251,10 +254,11 @@ impl SweepReport {
 mod tests {
     use super::*;
     use crate::rounds::RoundsToComplete;
-    use crate::scenario::{Strategy, Topology};
+    use crate::scenario::Topology;
+    use interface::{Strategy, Wait};
     use std::time::Duration;
 
-    fn report() -> Report {
+    fn report() -> ExampleReport {
         let run = |strategy, succeeded, rounds| Run {
             strategy,
             topology: Topology::CrossSubnet,
@@ -263,7 +267,7 @@ mod tests {
             rounds: RoundsToComplete(rounds),
             wall: Duration::from_millis(1500),
         };
-        Report {
+        ExampleReport {
             engine: EngineKind::PocketIc,
             engine_description: "PocketIC server 16.1.0 (/bin/pocket-ic)".into(),
             runs: vec![run(Strategy::Sequential, 90, 91), run(Strategy::Parallel, 89, 2)],
@@ -300,28 +304,28 @@ mod tests {
 
     #[test]
     fn the_tables_explain_every_failure_they_show_and_only_those() {
-        use crate::sweep::{Row, StrategyName, WaitName};
-        let row = |failures: &[(&str, u64)]| Row {
-            strategy: StrategyName::Parallel,
+        use crate::sweep::Row;
+        let row = |failures: &[(FailureKind, u64)]| Row {
+            strategy: Strategy::Parallel,
             topology: Topology::CrossSubnet,
             calls: 10_000,
             succeeded: 2374,
             rounds: 2,
             wall_ms: 1.0,
             k: None,
-            wait: WaitName::Bounded,
+            wait: Wait::Bounded,
             retry: false,
             callees: 16,
             caller_instructions: 0,
             instructions_per_ping: 0.0,
             cycles: 0,
-            failures: failures.iter().map(|&(k, n)| (k.to_string(), n)).collect(),
+            failures: failures.iter().copied().collect(),
             peak_in_flight: 2374,
             time_step: 1,
             wall_ms_p95: 1.0,
         };
         let report = |runs| SweepReport { engine: EngineKind::Sim, engine_description: "sim".into(), runs };
-        let with = report(vec![row(&[("InsufficientLiquidCycleBalance", 7626)]), row(&[])]);
+        let with = report(vec![row(&[(FailureKind::InsufficientLiquidCycleBalance, 7626)]), row(&[])]);
         for text in [with.render(Format::Text), with.markdown_deterministic()] {
             let notes = text.split_once("Failures:\n").expect("a failures section").1;
             assert_eq!(notes.lines().count(), 1, "{notes}");

@@ -66,7 +66,7 @@ pub fn tick_until<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::{EngineKind, Reject};
+    use crate::engines::{EngineKind, Reject, RejectCode};
 
     /// Answers each message after a scripted number of ticks.
     struct ScriptedEngine {
@@ -108,7 +108,7 @@ mod tests {
         fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
             (self.ticks - self.submitted_at[id.0] >= self.ticks_needed).then(|| self.outcome.clone())
         }
-        fn cycle_balance(&mut self, _: Principal) -> u128 {
+        fn cycle_balance(&mut self, _: Principal) -> Result<u128> {
             unreachable!()
         }
         fn query(&mut self, _: Principal, _: Principal, _: &str, _: Vec<u8>) -> IngressOutcome {
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn passes_rejects_through() {
-        let reject = Reject { code: 5, message: "trapped".into() };
+        let reject = Reject { code: RejectCode::CanisterError, message: "trapped".into() };
         let mut engine = ScriptedEngine::new(1, Err(reject.clone()));
         assert_eq!(run(&mut engine, 10).unwrap().outcome, Err(reject));
     }

@@ -1,13 +1,13 @@
 //! The example's scenario: a caller and a callee on one or two subnets, and
 //! one fan-out of `n` pings per run.
 
-use anyhow::{Context, Result, bail};
-use caller::plan::{Plan, Report, RetryPolicy};
-use candid::{CandidType, Principal, decode_one, encode_one};
-use serde::de::DeserializeOwned;
+use anyhow::{Context, Result, anyhow, bail};
+use candid::{Principal, decode_one, encode_one};
+use interface::{Plan, Report, RetryPolicy, Strategy};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
+use crate::caller_client::CallerClient;
 use crate::engines::Engine;
 use crate::rounds::{self, RoundLimit, RoundsToComplete};
 use canister_wasm::CanisterWasms;
@@ -42,34 +42,6 @@ impl Topology {
     }
 }
 
-/// How the caller fans out its pings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Strategy {
-    Sequential,
-    Parallel,
-}
-
-impl Strategy {
-    pub const EXAMPLE: [Strategy; 2] = [Strategy::Sequential, Strategy::Parallel];
-
-    /// The caller's endpoint that runs it.
-    pub fn method(self) -> &'static str {
-        match self {
-            Strategy::Sequential => "sequential_calls",
-            Strategy::Parallel => "parallel_calls",
-        }
-    }
-
-    /// As the example prints it: `Sequential calls: ...`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Strategy::Sequential => "Sequential",
-            Strategy::Parallel => "Parallel",
-        }
-    }
-}
-
 /// The principal that creates, controls and drives the canisters.
 pub fn controller() -> Principal {
     Principal::self_authenticating(b"multi_subnet harness controller")
@@ -88,11 +60,11 @@ impl Deployment {
     pub fn callee(&self) -> Principal {
         self.callees[0]
     }
-}
 
-/// Generous: a sequential cross-subnet run needs n + 1 rounds.
-fn round_limit(calls: u64) -> RoundLimit {
-    RoundLimit(calls.saturating_mul(4).saturating_add(1_000))
+    /// The caller, called by the [`controller`].
+    pub fn client(&self) -> CallerClient {
+        CallerClient { canister: self.caller, sender: controller() }
+    }
 }
 
 /// Which of the two subnets gets the caller (cross-subnet only).
@@ -147,30 +119,16 @@ pub fn deploy_placed(
         callees.push(callee);
     }
     let deployment = Deployment { topology, caller, callees };
-    call_caller::<()>(engine, &deployment, "setup_callee", encode_one(deployment.callee())?, round_limit(1))?;
+    deployment.client().setup_callee(engine, deployment.callee())?;
     Ok(deployment)
 }
 
-/// A call to the caller canister, its decoded reply, and what it took.
-struct Answered<T> {
-    reply: T,
-    rounds: RoundsToComplete,
-    wall: Duration,
-}
-
-fn call_caller<T: CandidType + DeserializeOwned>(
-    engine: &mut dyn Engine,
-    deployment: &Deployment,
-    method: &str,
-    arg: Vec<u8>,
-    limit: RoundLimit,
-) -> Result<Answered<T>> {
-    let started = Instant::now();
-    let done = rounds::execute(engine, deployment.caller, controller(), method, arg, limit)?;
-    let wall = started.elapsed();
-    let reply = done.outcome.map_err(|reject| anyhow::anyhow!("the caller rejected {method}: {reject}"))?;
-    let reply = decode_one(&reply).with_context(|| format!("decoding the reply of {method}"))?;
-    Ok(Answered { reply, rounds: done.rounds, wall })
+/// Pings the callee executed since it was installed (its `pings_received`).
+pub fn pings_received(engine: &mut dyn Engine, callee: Principal) -> Result<u64> {
+    let reply = engine
+        .query(callee, controller(), "pings_received", encode_one(())?)
+        .map_err(|reject| anyhow!("pings_received was rejected: {reject}"))?;
+    Ok(decode_one(&reply)?)
 }
 
 /// One fan-out of `calls` pings and what it took.
@@ -189,13 +147,13 @@ fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error
     s.serialize_f64(d.as_secs_f64() * 1e3)
 }
 
-/// Asks the caller to make `calls` pings with `strategy`; `succeeded` is
-/// decoded from the caller's reply.
+/// Asks the caller to make `calls` pings with the example's endpoint for
+/// `strategy`; `succeeded` is decoded from the caller's reply.
 pub fn run(engine: &mut dyn Engine, deployment: &Deployment, strategy: Strategy, calls: u64) -> Result<Run> {
-    let method = strategy.method();
-    let arg = encode_one(calls)?;
-    let answered = call_caller::<u64>(engine, deployment, method, arg, round_limit(calls))
-        .with_context(|| format!("{method}({calls})"))?;
+    let answered = deployment
+        .client()
+        .example(engine, strategy, calls)
+        .with_context(|| format!("{} calls ({calls})", strategy.name()))?;
     Ok(Run {
         strategy,
         topology: deployment.topology,
@@ -226,21 +184,18 @@ pub fn run_job(
     plan: &Plan,
     retry: RetryPolicy,
 ) -> Result<PlanRun> {
-    let balance = engine.cycle_balance(deployment.caller);
+    let balance = engine.cycle_balance(deployment.caller)?;
     let started = Instant::now();
-    let arg = candid::encode_args((plan, Some(retry)))?;
-    let job = call_caller::<u64>(engine, deployment, "start_job", arg, round_limit(1))?;
-    let limit = RoundLimit(round_limit(plan.n).0.saturating_add(JOB_ROUND_ALLOWANCE));
-    let arg = encode_one(job.reply)?;
+    let client = deployment.client();
+    let job = client.start_job(engine, plan, Some(retry))?;
+    let limit = RoundLimit(plan.n.saturating_mul(4).saturating_add(1_000 + JOB_ROUND_ALLOWANCE));
     let (report, rounds) = rounds::tick_until(engine, limit, |engine| {
-        let status = engine.query(deployment.caller, controller(), "job_status", arg.clone());
-        let status = status.map_err(|reject| anyhow::anyhow!("job_status was rejected: {reject}"))?;
-        Ok(decode_one::<Option<Report>>(&status)?.filter(|r| r.finished))
+        Ok(client.job_status(engine, job.reply)?.filter(|r| r.finished))
     })
     .with_context(|| format!("job {}", job.reply))?;
     let rounds = RoundsToComplete(job.rounds.0 + rounds.0);
     let wall = started.elapsed();
-    let cycles = balance.saturating_sub(engine.cycle_balance(deployment.caller));
+    let cycles = balance.saturating_sub(engine.cycle_balance(deployment.caller)?);
     Ok(PlanRun { report, rounds, wall, cycles })
 }
 
@@ -249,10 +204,11 @@ const JOB_ROUND_ALLOWANCE: u64 = 100_000;
 
 /// Runs `plan` with `run_plan`.
 pub fn run_plan(engine: &mut dyn Engine, deployment: &Deployment, plan: &Plan) -> Result<PlanRun> {
-    let balance = engine.cycle_balance(deployment.caller);
-    let answered =
-        call_caller::<Report>(engine, deployment, "run_plan", encode_one(plan)?, round_limit(plan.n))
-            .with_context(|| format!("run_plan({:?}, n = {})", plan.strategy, plan.n))?;
-    let cycles = balance.saturating_sub(engine.cycle_balance(deployment.caller));
+    let balance = engine.cycle_balance(deployment.caller)?;
+    let answered = deployment
+        .client()
+        .run_plan(engine, plan)
+        .with_context(|| format!("run_plan({:?}, n = {})", plan.strategy, plan.n))?;
+    let cycles = balance.saturating_sub(engine.cycle_balance(deployment.caller)?);
     Ok(PlanRun { report: answered.reply, rounds: answered.rounds, wall: answered.wall, cycles })
 }

@@ -2,77 +2,45 @@
 //! a fresh deployment, `repeat` times, as one row of figures.
 
 use anyhow::Result;
-use caller::plan::{FailureKind, Plan, RetryPolicy, Strategy, Wait};
 use canister_wasm::CanisterWasms;
+use interface::{FailureKind, Plan, RetryPolicy, Strategy, Wait};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::cli::SweepArgs;
 use crate::engines::{EngineFactory, TimeStep};
 use crate::scenario::{self, Placement, Topology};
 
-/// What to sweep over.
-#[derive(Clone, Debug)]
-pub struct SweepSpec {
-    pub calls: Vec<u64>,
-    pub strategies: Vec<StrategyName>,
-    /// Windows (`bounded`) and batch sizes (`batched`).
-    pub k: Vec<u64>,
-    pub topologies: Vec<Topology>,
-    pub wait: WaitName,
-    pub callees: usize,
-    pub repeat: usize,
-    pub time_step: TimeStep,
-    /// Run every plan as a job that retries with this policy.
-    pub retry: Option<RetryPolicy>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum StrategyName {
-    Sequential,
-    Parallel,
-    Bounded,
-    Batched,
-}
-
-impl StrategyName {
-    fn strategy(self) -> Strategy {
-        match self {
-            Self::Sequential => Strategy::Sequential,
-            Self::Parallel => Strategy::Parallel,
-            Self::Bounded => Strategy::Bounded,
-            Self::Batched => Strategy::Batched,
-        }
+impl SweepArgs {
+    /// How a job retries, with `--retry`: up to 10 attempts.
+    pub fn retry_policy(&self) -> Option<RetryPolicy> {
+        self.retry.then_some(RetryPolicy {
+            max_attempts: 10,
+            backoff_ms: self.backoff_ms,
+            idempotent: self.idempotent,
+        })
     }
 
-    pub fn takes_k(self) -> bool {
-        matches!(self, Self::Bounded | Self::Batched)
+    pub fn time_step(&self) -> TimeStep {
+        TimeStep(self.time_step_ns)
     }
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Sequential => "sequential",
-            Self::Parallel => "parallel",
-            Self::Bounded => "bounded",
-            Self::Batched => "batched",
+    /// Every combination, in a stable order.
+    pub fn combinations(&self) -> Vec<(Topology, Strategy, Option<u64>, u64)> {
+        let mut out = vec![];
+        for &topology in &self.topologies {
+            for &strategy in &self.strategies {
+                let ks: Vec<Option<u64>> =
+                    if strategy.takes_k() { self.k.iter().map(|&k| Some(k)).collect() } else { vec![None] };
+                for k in ks {
+                    for &n in &self.calls {
+                        out.push((topology, strategy, k, n));
+                    }
+                }
+            }
         }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum WaitName {
-    Bounded,
-    Unbounded,
-}
-
-impl WaitName {
-    fn wait(self) -> Wait {
-        match self {
-            Self::Bounded => Wait::Bounded,
-            Self::Unbounded => Wait::Unbounded,
-        }
+        out
     }
 }
 
@@ -80,7 +48,7 @@ impl WaitName {
 /// deterministic on the simulator.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
-    pub strategy: StrategyName,
+    pub strategy: Strategy,
     pub topology: Topology,
     pub calls: u64,
     pub succeeded: u64,
@@ -88,7 +56,7 @@ pub struct Row {
     /// Median over the repeats.
     pub wall_ms: f64,
     pub k: Option<u64>,
-    pub wait: WaitName,
+    pub wait: Wait,
     pub retry: bool,
     pub callees: u64,
     /// Instructions of the caller's whole call context.
@@ -98,7 +66,7 @@ pub struct Row {
     /// everything was answered and refunded.
     pub cycles: u64,
     /// Failed pings by kind.
-    pub failures: BTreeMap<String, u64>,
+    pub failures: BTreeMap<FailureKind, u64>,
     pub peak_in_flight: u64,
     /// IC time per round, in ns.
     pub time_step: u64,
@@ -121,49 +89,25 @@ impl Row {
     }
 }
 
-/// Every combination of the spec, in a stable order.
-pub fn combinations(spec: &SweepSpec) -> Vec<(Topology, StrategyName, Option<u64>, u64)> {
-    let mut out = vec![];
-    for &topology in &spec.topologies {
-        for &strategy in &spec.strategies {
-            let ks: Vec<Option<u64>> =
-                if strategy.takes_k() { spec.k.iter().map(|&k| Some(k)).collect() } else { vec![None] };
-            for k in ks {
-                for &n in &spec.calls {
-                    out.push((topology, strategy, k, n));
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Runs the sweep; `progress` is told after every run.
 pub fn run(
     factory: &EngineFactory,
-    spec: &SweepSpec,
+    spec: &SweepArgs,
     wasms: &CanisterWasms,
     mut progress: impl FnMut(),
 ) -> Result<Vec<Row>> {
+    let callees = spec.callees as usize;
     let mut rows = vec![];
-    for (topology, strategy, k, n) in combinations(spec) {
-        let plan = Plan {
-            strategy: strategy.strategy(),
-            n,
-            k,
-            wait: Some(spec.wait.wait()),
-            callees: None,
-            timeout_seconds: None,
-        };
+    for (topology, strategy, k, n) in spec.combinations() {
+        let plan = Plan { k, wait: Some(spec.wait), ..Plan::new(strategy, n) };
         let mut walls = vec![];
         let mut first = None;
         for _ in 0..spec.repeat.max(1) {
-            let mut engine = factory.start(topology.subnets(), spec.time_step);
-            let placement = Placement { callees: spec.callees, ..Placement::default() };
+            let mut engine = factory.start(topology.subnets(), spec.time_step())?;
+            let placement = Placement { callees, ..Placement::default() };
             let deployment = scenario::deploy_placed(engine.as_mut(), topology, placement, wasms)?;
-            let plan =
-                Plan { callees: (spec.callees > 1).then(|| deployment.callees.clone()), ..plan.clone() };
-            let run = match spec.retry {
+            let plan = Plan { callees: (callees > 1).then(|| deployment.callees.clone()), ..plan.clone() };
+            let run = match spec.retry_policy() {
                 None => scenario::run_plan(engine.as_mut(), &deployment, &plan)?,
                 Some(retry) => scenario::run_job(engine.as_mut(), &deployment, &plan, retry)?,
             };
@@ -182,22 +126,18 @@ pub fn run(
             wall_ms: ms(percentile(&mut walls, 50)),
             k,
             wait: spec.wait,
-            retry: spec.retry.is_some(),
-            callees: spec.callees as u64,
+            retry: spec.retry,
+            callees: spec.callees,
             caller_instructions: r.instructions,
             instructions_per_ping: if n == 0 { 0.0 } else { r.instructions as f64 / n as f64 },
             cycles: u64::try_from(run.cycles).unwrap_or(u64::MAX),
-            failures: r.failures.iter().map(|f| (failure_name(f.kind), f.count)).collect(),
+            failures: r.failures.iter().map(|f| (f.kind, f.count)).collect(),
             peak_in_flight: r.peak_in_flight,
-            time_step: spec.time_step.0,
+            time_step: spec.time_step_ns,
             wall_ms_p95: ms(percentile(&mut walls, 95)),
         });
     }
     Ok(rows)
-}
-
-fn failure_name(kind: FailureKind) -> String {
-    format!("{kind:?}")
 }
 
 fn percentile(values: &mut [Duration], p: usize) -> Duration {
@@ -212,24 +152,19 @@ fn ms(d: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
 
-    fn spec() -> SweepSpec {
-        SweepSpec {
-            calls: vec![10, 100],
-            strategies: vec![StrategyName::Sequential, StrategyName::Bounded],
-            k: vec![5, 50],
-            topologies: vec![Topology::SameSubnet],
-            wait: WaitName::Bounded,
-            callees: 1,
-            repeat: 1,
-            time_step: TimeStep::ONE_SECOND,
-            retry: None,
-        }
+    fn spec(args: &str) -> SweepArgs {
+        let args = ["multi_subnet", "sweep"].into_iter().chain(args.split_whitespace());
+        let Some(Command::Sweep(sweep)) = Cli::try_parse_from(args).unwrap().command else { unreachable!() };
+        *sweep
     }
 
     #[test]
     fn k_multiplies_only_the_strategies_that_take_it() {
-        let combos = combinations(&spec());
+        let combos = spec("--calls 10,100 --strategies sequential,bounded --k 5,50 --topologies same-subnet")
+            .combinations();
         assert_eq!(combos.len(), 2 + 2 * 2);
         assert!(combos.iter().all(|(_, s, k, _)| s.takes_k() == k.is_some()));
     }

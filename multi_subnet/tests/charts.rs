@@ -1,11 +1,12 @@
 //! The sweep's SVG charts: parsed and rendered as a browser would, they
 //! name the engine and topology and carry one series per strategy.
 
+use clap::Parser;
 use multi_subnet::charts;
-use multi_subnet::engines::{EngineFactory, TimeStep};
+use multi_subnet::cli::{Cli, Command};
+use multi_subnet::engines::EngineFactory;
 use multi_subnet::report::SweepReport;
-use multi_subnet::scenario::Topology;
-use multi_subnet::sweep::{self, StrategyName, SweepSpec, WaitName};
+use multi_subnet::sweep;
 use resvg::{tiny_skia, usvg};
 
 fn texts(group: &usvg::Group, out: &mut Vec<String>) {
@@ -20,21 +21,10 @@ fn texts(group: &usvg::Group, out: &mut Vec<String>) {
 
 #[test]
 fn charts_name_engine_topology_and_every_strategy_and_render() {
-    let spec = SweepSpec {
-        calls: vec![10, 100],
-        strategies: vec![
-            StrategyName::Sequential,
-            StrategyName::Parallel,
-            StrategyName::Bounded,
-            StrategyName::Batched,
-        ],
-        k: vec![10],
-        topologies: vec![Topology::SameSubnet, Topology::CrossSubnet],
-        wait: WaitName::Bounded,
-        callees: 1,
-        repeat: 1,
-        time_step: TimeStep::ONE_SECOND,
-        retry: None,
+    let args = "multi_subnet sweep --calls 10,100 --strategies sequential,parallel,bounded,batched --k 10 \
+                --topologies same-subnet,cross-subnet --wait bounded --callees 1 --repeat 1 --time-step-ns 1000000000";
+    let Some(Command::Sweep(spec)) = Cli::try_parse_from(args.split_whitespace()).unwrap().command else {
+        panic!("not a sweep");
     };
     let factory = EngineFactory::Sim;
     let runs = sweep::run(&factory, &spec, &canister_wasm::caller_and_callee().unwrap(), || {}).unwrap();

@@ -1,8 +1,9 @@
 //! The simulator is deterministic: the same scenario gives the same
 //! replies, rounds, counts and instructions, also in another process.
 
+use interface::Strategy;
 use multi_subnet::engines::sim::SimEngine;
-use multi_subnet::scenario::{self, Strategy, Topology};
+use multi_subnet::scenario::{self, Topology};
 use std::process::Command;
 
 const CHILD: &str = "MULTI_SUBNET_DETERMINISM_CHILD";

@@ -2,22 +2,14 @@
 //! simulator here, and on PocketIC with `--include-ignored` when
 //! POCKET_IC_BIN names a server (scripts/test.sh does that).
 
-use caller::plan::{FailureKind, Plan, Report, RetryPolicy, Strategy};
+use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy};
 use multi_subnet::engines::{Engine, EngineChoice, EngineFactory, TimeStep};
 use multi_subnet::scenario::{self, Deployment, Placement, Topology};
-
-fn plan(strategy: Strategy, n: u64, k: Option<u64>) -> Plan {
-    Plan { strategy, n, k, wait: None, callees: None, timeout_seconds: None }
-}
 
 fn deploy(engine: &mut dyn Engine, callees: usize) -> Deployment {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
     let placement = Placement { callees, ..Placement::default() };
     scenario::deploy_placed(engine, Topology::CrossSubnet, placement, &wasms).expect("deploys")
-}
-
-fn failures(report: &Report, kind: FailureKind) -> u64 {
-    report.failures.iter().find(|f| f.kind == kind).map_or(0, |f| f.count)
 }
 
 /// Cross-subnet bounded with k <= 500 delivers 2000 and 5000 in at most
@@ -26,7 +18,7 @@ fn bounded_delivers_everything_in_about_one_round_per_window(engine: &mut dyn En
     let d = deploy(engine, 1);
     for n in [2000, 5000] {
         for k in [100, 250, 500] {
-            let run = scenario::run_plan(engine, &d, &plan(Strategy::Bounded, n, Some(k))).unwrap();
+            let run = scenario::run_plan(engine, &d, &Plan::new(Strategy::Bounded, n).with_k(k)).unwrap();
             assert_eq!(run.report.succeeded, n, "bounded k = {k}, n = {n}: {:?}", run.report);
             assert_eq!(run.report.peak_in_flight, k);
             let goal = 1.25 * (n.div_ceil(k) + 1) as f64;
@@ -38,9 +30,9 @@ fn bounded_delivers_everything_in_about_one_round_per_window(engine: &mut dyn En
 /// Parallel 2000 still shows the limit: 500 delivered, 1500 CallPerformFailed.
 fn parallel_2000_still_shows_the_limit(engine: &mut dyn Engine) {
     let d = deploy(engine, 1);
-    let report = scenario::run_plan(engine, &d, &plan(Strategy::Parallel, 2000, None)).unwrap().report;
+    let report = scenario::run_plan(engine, &d, &Plan::new(Strategy::Parallel, 2000)).unwrap().report;
     assert_eq!((report.succeeded, report.calls), (500, 2000));
-    assert_eq!(failures(&report, FailureKind::CallPerformFailed), 1500);
+    assert_eq!(report.failed(FailureKind::CallPerformFailed), 1500);
     assert_eq!(report.peak_in_flight, 500);
 }
 
@@ -48,7 +40,7 @@ fn parallel_2000_still_shows_the_limit(engine: &mut dyn Engine) {
 fn retries_deliver_all_2000(engine: &mut dyn Engine) {
     let d = deploy(engine, 1);
     let retry = RetryPolicy { max_attempts: 10, backoff_ms: 2_000, idempotent: false };
-    let report = scenario::run_job(engine, &d, &plan(Strategy::Parallel, 2000, None), retry).unwrap().report;
+    let report = scenario::run_job(engine, &d, &Plan::new(Strategy::Parallel, 2000), retry).unwrap().report;
     assert_eq!(report.succeeded, 2000, "{report:?}");
     assert!(report.retries >= 1500);
 }
@@ -56,7 +48,7 @@ fn retries_deliver_all_2000(engine: &mut dyn Engine) {
 /// Four callees lift the limit fourfold: parallel 2000 delivers 2000.
 fn four_callees_deliver_parallel_2000(engine: &mut dyn Engine) {
     let d = deploy(engine, 4);
-    let mut p = plan(Strategy::Parallel, 2000, None);
+    let mut p = Plan::new(Strategy::Parallel, 2000);
     p.callees = Some(d.callees.clone());
     let report = scenario::run_plan(engine, &d, &p).unwrap().report;
     assert_eq!((report.succeeded, report.peak_in_flight), (2000, 2000), "{report:?}");
@@ -70,8 +62,9 @@ fn batching_costs_at_least_ten_times_fewer_instructions_per_ping(engine: &mut dy
     let d = deploy(engine, 1);
     let k = 500;
     for n in [500, 2000] {
-        let parallel = scenario::run_plan(engine, &d, &plan(Strategy::Parallel, n, None)).unwrap().report;
-        let batched = scenario::run_plan(engine, &d, &plan(Strategy::Batched, n, Some(k))).unwrap().report;
+        let parallel = scenario::run_plan(engine, &d, &Plan::new(Strategy::Parallel, n)).unwrap().report;
+        let batched =
+            scenario::run_plan(engine, &d, &Plan::new(Strategy::Batched, n).with_k(k)).unwrap().report;
         assert_eq!((batched.succeeded, batched.calls), (n, n.div_ceil(k)));
         let per_ping = |r: &Report| r.instructions as f64 / r.requested as f64;
         assert!(
@@ -84,13 +77,12 @@ fn batching_costs_at_least_ten_times_fewer_instructions_per_ping(engine: &mut dy
 }
 
 fn sim() -> Box<dyn Engine> {
-    EngineFactory::Sim.start(2, TimeStep::ONE_SECOND)
+    EngineFactory::Sim.start(2, TimeStep::ONE_SECOND).unwrap()
 }
 
 fn pocket_ic() -> Box<dyn Engine> {
-    EngineFactory::resolve(EngineChoice::PocketIc)
-        .unwrap_or_else(|e| panic!("{e:#}"))
-        .start(2, TimeStep::ONE_SECOND)
+    let resolved = EngineFactory::resolve(EngineChoice::PocketIc).unwrap_or_else(|e| panic!("{e:#}"));
+    resolved.factory.start(2, TimeStep::ONE_SECOND).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 macro_rules! on_both_engines {

@@ -1,7 +1,7 @@
 //! Jobs: plans that retry from timers, measured on the simulator.
 
-use caller::plan::{FailureKind, Plan, Report, RetryPolicy, Strategy};
-use candid::{Principal, decode_one, encode_one};
+use candid::{Principal, encode_one};
+use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy};
 use multi_subnet::engines::sim::SimEngine;
 use multi_subnet::engines::{Engine, TimeStep};
 use multi_subnet::scenario::{self, Deployment, Topology, controller};
@@ -15,20 +15,12 @@ fn deployed() -> (SimEngine, Deployment) {
     (engine, deployment)
 }
 
-fn plan(strategy: Strategy, n: u64) -> Plan {
-    Plan { strategy, n, k: None, wait: None, callees: None, timeout_seconds: None }
-}
-
 fn start_job(engine: &mut SimEngine, d: &Deployment, plan: &Plan, retry: RetryPolicy) -> u64 {
-    let arg = candid::encode_args((plan, Some(retry))).unwrap();
-    let reply = engine.sim_mut().update_call(d.caller, controller(), "start_job", arg).unwrap();
-    decode_one(&reply).unwrap()
+    d.client().start_job(engine, plan, Some(retry)).unwrap().reply
 }
 
 fn status(engine: &mut SimEngine, d: &Deployment, job: u64) -> Report {
-    let reply =
-        engine.sim_mut().query_call(d.caller, controller(), "job_status", encode_one(job).unwrap()).unwrap();
-    decode_one::<Option<Report>>(&reply).unwrap().expect("the job exists")
+    d.client().job_status(engine, job).unwrap().expect("the job exists")
 }
 
 /// Ticks until the job reports it finished.
@@ -43,18 +35,8 @@ fn finish(engine: &mut SimEngine, d: &Deployment, job: u64) -> Report {
     panic!("the job did not finish: {:?}", status(engine, d, job));
 }
 
-fn failures(report: &Report, kind: FailureKind) -> u64 {
-    report.failures.iter().find(|f| f.kind == kind).map_or(0, |f| f.count)
-}
-
 fn pings_received(engine: &mut SimEngine, callee: Principal) -> u64 {
-    decode_one(
-        &engine
-            .sim_mut()
-            .query_call(callee, controller(), "pings_received", encode_one(()).unwrap())
-            .unwrap(),
-    )
-    .unwrap()
+    scenario::pings_received(engine, callee).unwrap()
 }
 
 #[test]
@@ -63,11 +45,11 @@ fn retries_from_timers_deliver_all_2000_parallel_pings() {
     let backoff_ms = 3_000;
     let policy = RetryPolicy { max_attempts: 10, backoff_ms, idempotent: false };
     let started = engine.sim().time();
-    let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 2000), policy);
+    let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 2000), policy);
     let report = finish(&mut engine, &d, job);
     assert_eq!(report.succeeded, 2000, "{report:?}");
     assert!(report.retries >= 1500, "{report:?}");
-    assert_eq!(failures(&report, FailureKind::CallPerformFailed), report.calls - 2000);
+    assert_eq!(report.failed(FailureKind::CallPerformFailed), report.calls - 2000);
     assert_eq!(pings_received(&mut engine, d.callee()), 2000);
 
     // The engine saw it: the first 500 calls in start_job; every retried
@@ -94,7 +76,7 @@ fn retries_from_timers_deliver_all_2000_parallel_pings() {
 #[test]
 fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
     let (mut engine, d) = deployed();
-    let p = Plan { timeout_seconds: Some(5), ..plan(Strategy::Parallel, 20) };
+    let p = Plan { timeout_seconds: Some(5), ..Plan::new(Strategy::Parallel, 20) };
     let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true };
     let job = start_job(&mut engine, &d, &p, retry);
     // The callee executed the pings in start_job's tick; the caller is held
@@ -104,7 +86,7 @@ fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
     let report = finish(&mut engine, &d, job);
     assert_eq!((report.succeeded, report.retries), (20, 20), "{report:?}");
     assert_eq!(report.delivered_earlier, 20, "the first attempt delivered them; the retry learned it");
-    assert_eq!(failures(&report, FailureKind::SysUnknown), 20);
+    assert_eq!(report.failed(FailureKind::SysUnknown), 20);
     assert_eq!(
         engine.sim().stats(d.callee()).unwrap().executions_of("ping_once"),
         40,
@@ -116,12 +98,12 @@ fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
 #[test]
 fn without_idempotence_sys_unknown_is_not_retried() {
     let (mut engine, d) = deployed();
-    let p = Plan { timeout_seconds: Some(5), ..plan(Strategy::Parallel, 5) };
+    let p = Plan { timeout_seconds: Some(5), ..Plan::new(Strategy::Parallel, 5) };
     let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: false };
     let job = start_job(&mut engine, &d, &p, retry);
     engine.sim_mut().pause_canister(d.caller, 10);
     let report = finish(&mut engine, &d, job);
-    assert_eq!((report.succeeded, report.retries, failures(&report, FailureKind::SysUnknown)), (0, 0, 5));
+    assert_eq!((report.succeeded, report.retries, report.failed(FailureKind::SysUnknown)), (0, 0, 5));
     assert_eq!(pings_received(&mut engine, d.callee()), 5, "they did run: that is why they are not retried");
 }
 
@@ -129,7 +111,7 @@ fn without_idempotence_sys_unknown_is_not_retried() {
 fn a_job_survives_an_upgrade_of_the_caller() {
     let (mut engine, d) = deployed();
     let policy = RetryPolicy { max_attempts: 5, backoff_ms: 30_000, idempotent: false };
-    let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 1000), policy);
+    let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 1000), policy);
     for _ in 0..3 {
         engine.tick();
     }
@@ -152,31 +134,23 @@ fn a_job_survives_an_upgrade_of_the_caller() {
 #[test]
 fn a_bad_retry_policy_is_rejected_and_job_status_of_an_unknown_job_is_null() {
     let (mut engine, d) = deployed();
-    let arg = candid::encode_args((
-        plan(Strategy::Parallel, 5),
-        Some(RetryPolicy { max_attempts: 1, backoff_ms: 1, idempotent: false }),
-    ))
-    .unwrap();
-    let err = engine.sim_mut().update_call(d.caller, controller(), "start_job", arg).unwrap_err();
-    assert!(err.message.contains("2 to 20"), "{err}");
-    let reply = engine
-        .sim_mut()
-        .query_call(d.caller, controller(), "job_status", encode_one(99u64).unwrap())
-        .unwrap();
-    assert_eq!(decode_one::<Option<Report>>(&reply).unwrap(), None);
+    let bad = RetryPolicy { max_attempts: 1, backoff_ms: 1, idempotent: false };
+    let err = d.client().start_job(&mut engine, &Plan::new(Strategy::Parallel, 5), Some(bad)).unwrap_err();
+    assert!(format!("{err:#}").contains("2 to 20"), "{err:#}");
+    assert_eq!(d.client().job_status(&mut engine, 99).unwrap(), None);
 }
 
 #[test]
 fn after_a_reinstall_of_the_caller_idempotent_jobs_execute_their_pings_again() {
     let (mut engine, d) = deployed();
     let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true };
-    let first = start_job(&mut engine, &d, &plan(Strategy::Parallel, 10), retry);
+    let first = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 10), retry);
     assert_eq!((first, finish(&mut engine, &d, first).succeeded), (1, 10));
     for batched in [false, true] {
         let p = if batched {
-            Plan { k: Some(5), ..plan(Strategy::Batched, 10) }
+            Plan::new(Strategy::Batched, 10).with_k(5)
         } else {
-            plan(Strategy::Parallel, 10)
+            Plan::new(Strategy::Parallel, 10)
         };
         let before = pings_received(&mut engine, d.callee());
         // A reinstall wipes the caller: job ids start at 1 again.
@@ -185,7 +159,7 @@ fn after_a_reinstall_of_the_caller_idempotent_jobs_execute_their_pings_again() {
         sim.stop_canister(d.caller, controller()).unwrap();
         sim.install_canister(d.caller, &wasm, encode_one(()).unwrap(), controller()).unwrap();
         sim.start_canister(d.caller, controller()).unwrap();
-        sim.update_call(d.caller, controller(), "setup_callee", encode_one(d.callee()).unwrap()).unwrap();
+        d.client().setup_callee(&mut engine, d.callee()).unwrap();
         let job = start_job(&mut engine, &d, &p, retry);
         assert_eq!(job, 1);
         let report = finish(&mut engine, &d, job);
@@ -204,15 +178,15 @@ fn a_job_waits_for_a_callee_that_is_only_stopped() {
         let (mut engine, d) = deployed();
         engine.sim_mut().stop_canister(d.callee(), controller()).unwrap();
         let policy = RetryPolicy { max_attempts: 10, backoff_ms: 1_000, idempotent };
-        let job = start_job(&mut engine, &d, &plan(Strategy::Parallel, 2000), policy);
+        let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 2000), policy);
         for _ in 0..3 {
             engine.tick();
         }
         engine.sim_mut().start_canister(d.callee(), controller()).unwrap();
         let report = finish(&mut engine, &d, job);
         assert_eq!(report.succeeded, 2000, "idempotent {idempotent}: {report:?}");
-        assert!(failures(&report, FailureKind::CalleeStopped) >= 500, "{report:?}");
-        assert_eq!(failures(&report, FailureKind::CanisterError), 0, "{report:?}");
+        assert!(report.failed(FailureKind::CalleeStopped) >= 500, "{report:?}");
+        assert_eq!(report.failed(FailureKind::CanisterError), 0, "{report:?}");
         assert_eq!(pings_received(&mut engine, d.callee()), 2000);
     }
 }

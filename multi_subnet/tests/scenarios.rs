@@ -3,11 +3,12 @@
 //! unless run with `--include-ignored` (scripts/test.sh does that when
 //! POCKET_IC_BIN is set).
 
+use interface::Strategy;
 use multi_subnet::engines::Engine;
 use multi_subnet::engines::pocket_ic::PocketIcEngine;
 use multi_subnet::engines::pocket_ic_server;
 use multi_subnet::engines::sim::SimEngine;
-use multi_subnet::scenario::{self, CallerSubnet, Deployment, Placement, Run, Strategy, Topology};
+use multi_subnet::scenario::{self, CallerSubnet, Deployment, Placement, Run, Topology};
 
 /// The example's "100 vs 2000" on one subnet: everything succeeds except
 /// parallel 2000, which hits the 500-slot queue to the callee.
@@ -105,7 +106,7 @@ fn sim_two_subnets() {
 
 fn pocket_ic(subnets: usize) -> PocketIcEngine {
     let server = pocket_ic_server::find().unwrap_or_else(|e| panic!("{e}"));
-    PocketIcEngine::start(server, subnets)
+    PocketIcEngine::start(server, subnets).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 #[test]

@@ -1,15 +1,11 @@
 //! What only the simulator can show of the strategies: engine-side counts,
 //! fault injection, fixture callees. The goals for any engine are in goals.rs.
 
-use caller::plan::{FailureKind, Plan, Report, RetryPolicy, Strategy, Wait};
 use candid::{decode_one, encode_one};
+use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy, Wait};
 use multi_subnet::engines::sim::SimEngine;
 use multi_subnet::engines::{Engine, IngressId, TimeStep};
 use multi_subnet::scenario::{self, Deployment, Placement, Topology, controller};
-
-fn plan(strategy: Strategy, n: u64, k: Option<u64>) -> Plan {
-    Plan { strategy, n, k, wait: None, callees: None, timeout_seconds: None }
-}
 
 fn deployed(topology: Topology, callees: usize) -> (SimEngine, Deployment) {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
@@ -22,7 +18,7 @@ fn deployed(topology: Topology, callees: usize) -> (SimEngine, Deployment) {
 #[test]
 fn spreading_over_four_callees_fills_each_queue_to_500() {
     let (mut engine, d) = deployed(Topology::CrossSubnet, 4);
-    let mut p = plan(Strategy::Parallel, 2000, None);
+    let mut p = Plan::new(Strategy::Parallel, 2000);
     p.callees = Some(d.callees.clone());
     let report = scenario::run_plan(&mut engine, &d, &p).unwrap().report;
     assert_eq!(report.succeeded, 2000, "{report:?}");
@@ -34,7 +30,7 @@ fn spreading_over_four_callees_fills_each_queue_to_500() {
 #[test]
 fn unbounded_wait_calls_deliver_the_same() {
     let (mut engine, d) = deployed(Topology::CrossSubnet, 1);
-    let mut p = plan(Strategy::Bounded, 1000, Some(200));
+    let mut p = Plan::new(Strategy::Bounded, 1000).with_k(200);
     p.wait = Some(Wait::Unbounded);
     let report = scenario::run_plan(&mut engine, &d, &p).unwrap().report;
     assert_eq!((report.succeeded, report.peak_in_flight), (1000, 200));
@@ -44,10 +40,10 @@ fn unbounded_wait_calls_deliver_the_same() {
 fn bad_plans_are_rejected_before_any_call() {
     let (mut engine, d) = deployed(Topology::SameSubnet, 1);
     for (bad, says) in [
-        (plan(Strategy::Bounded, 10, Some(0)), "k = 0"),
-        (plan(Strategy::Bounded, 10, None), "bounded needs k"),
-        (plan(Strategy::Parallel, 10_001, None), "maximum of 10000"),
-        (Plan { callees: Some(vec![]), ..plan(Strategy::Parallel, 10, None) }, "callees is empty"),
+        (Plan::new(Strategy::Bounded, 10).with_k(0), "k = 0"),
+        (Plan::new(Strategy::Bounded, 10), "bounded needs k"),
+        (Plan::new(Strategy::Parallel, 10_001), "maximum of 10000"),
+        (Plan { callees: Some(vec![]), ..Plan::new(Strategy::Parallel, 10) }, "callees is empty"),
     ] {
         let err = scenario::run_plan(&mut engine, &d, &bad).unwrap_err();
         assert!(format!("{err:#}").contains(says), "{err:#}");
@@ -70,14 +66,13 @@ fn bounded_refills_its_window_as_soon_as_any_call_answers() {
     engine.install(caller, &wasms.caller, controller).unwrap();
     engine.install(uneven, &wat::parse_str(UNEVEN_CALLEE).unwrap(), controller).unwrap();
     engine.install(far, &wasms.callee, controller).unwrap();
-    let sim = engine.sim_mut();
-    sim.update_call(uneven, controller, "set_forward", far.as_slice().to_vec()).unwrap();
-    sim.update_call(caller, controller, "setup_callee", candid::encode_one(uneven).unwrap()).unwrap();
+    engine.sim_mut().update_call(uneven, controller, "set_forward", far.as_slice().to_vec()).unwrap();
     let d = Deployment { topology: Topology::CrossSubnet, caller, callees: vec![uneven] };
+    d.client().setup_callee(&mut engine, uneven).unwrap();
 
     let (n, k) = (1000, 50);
-    let arg = candid::encode_one(plan(Strategy::Bounded, n, Some(k))).unwrap();
-    let message = engine.submit(caller, controller, "run_plan", arg).unwrap();
+    let message =
+        d.client().submit_run_plan(&mut engine, &Plan::new(Strategy::Bounded, n).with_k(k)).unwrap();
     let mut in_flight_per_tick = vec![];
     while engine.ingress_status(message).is_none() {
         engine.tick();
@@ -91,14 +86,10 @@ fn bounded_refills_its_window_as_soon_as_any_call_answers() {
     assert_eq!(in_flight_per_tick.iter().max(), Some(&(k as u32)));
 
     // Waiting for whole chunks would take every chunk as long as its slowest ping.
-    let one_chunk = scenario::run_plan(&mut engine, &d, &plan(Strategy::Bounded, k, Some(k))).unwrap();
+    let one_chunk = scenario::run_plan(&mut engine, &d, &Plan::new(Strategy::Bounded, k).with_k(k)).unwrap();
     let chunked = n.div_ceil(k) * one_chunk.rounds.0;
     let rounds = in_flight_per_tick.len() as u64;
     assert!(rounds < chunked, "bounded took {rounds} rounds, chunks would take {chunked}");
-}
-
-fn failures(report: &Report, kind: FailureKind) -> u64 {
-    report.failures.iter().find(|f| f.kind == kind).map_or(0, |f| f.count)
 }
 
 /// Every ping is accounted for: delivered or failed, once.
@@ -119,15 +110,11 @@ fn answers(engine: &mut SimEngine, messages: &[IngressId]) -> Vec<Vec<u8>> {
     panic!("no answer");
 }
 
-fn submit_plan(engine: &mut SimEngine, d: &Deployment, plan: &Plan) -> IngressId {
-    engine.submit(d.caller, controller(), "run_plan", encode_one(plan).unwrap()).unwrap()
-}
-
 #[test]
 fn a_window_above_the_queue_capacity_delivers_everything() {
     let (mut engine, d) = deployed(Topology::CrossSubnet, 1);
     let report =
-        scenario::run_plan(&mut engine, &d, &plan(Strategy::Bounded, 2000, Some(501))).unwrap().report;
+        scenario::run_plan(&mut engine, &d, &Plan::new(Strategy::Bounded, 2000).with_k(501)).unwrap().report;
     assert_eq!((report.succeeded, report.peak_in_flight), (2000, 500), "{report:?}");
     assert_eq!(report.failures, vec![]);
     assert_eq!(
@@ -140,8 +127,11 @@ fn a_window_above_the_queue_capacity_delivers_everything() {
 #[test]
 fn two_windows_in_one_round_share_the_queue_and_both_deliver_everything() {
     let (mut engine, d) = deployed(Topology::CrossSubnet, 1);
-    let p = plan(Strategy::Bounded, 2000, Some(300));
-    let messages = [submit_plan(&mut engine, &d, &p), submit_plan(&mut engine, &d, &p)];
+    let p = Plan::new(Strategy::Bounded, 2000).with_k(300);
+    let messages = [
+        d.client().submit_run_plan(&mut engine, &p).unwrap(),
+        d.client().submit_run_plan(&mut engine, &p).unwrap(),
+    ];
     for reply in answers(&mut engine, &messages) {
         let report: Report = decode_one(&reply).unwrap();
         assert_eq!(report.succeeded, 2000, "{report:?}");
@@ -152,15 +142,16 @@ fn two_windows_in_one_round_share_the_queue_and_both_deliver_everything() {
 #[test]
 fn a_window_with_no_free_slot_and_nothing_in_flight_stops_and_says_what_it_did_not_start() {
     let (mut engine, d) = deployed(Topology::CrossSubnet, 1);
-    let busy = engine.submit(d.caller, controller(), "parallel_calls", encode_one(500u64).unwrap()).unwrap();
-    let bounded = submit_plan(&mut engine, &d, &plan(Strategy::Bounded, 10_000, Some(500)));
+    let busy = d.client().submit_example(&mut engine, Strategy::Parallel, 500).unwrap();
+    let bounded =
+        d.client().submit_run_plan(&mut engine, &Plan::new(Strategy::Bounded, 10_000).with_k(500)).unwrap();
     let replies = answers(&mut engine, &[busy, bounded]);
     assert_eq!(decode_one::<u64>(&replies[0]).unwrap(), 500);
     let report: Report = decode_one(&replies[1]).unwrap();
     assert_accounted(&report);
     assert_eq!(report.succeeded, 0);
-    assert_eq!(failures(&report, FailureKind::CallPerformFailed), 1);
-    assert_eq!(failures(&report, FailureKind::NotAttempted), 9_999);
+    assert_eq!(report.failed(FailureKind::CallPerformFailed), 1);
+    assert_eq!(report.failed(FailureKind::NotAttempted), 9_999);
     assert_eq!(engine.sim().stats(d.caller).unwrap().calls_refused, 1, "no burning through the rest");
 }
 
@@ -169,10 +160,10 @@ fn a_job_retries_what_a_window_did_not_start_and_delivers_everything() {
     let wasms = canister_wasm::caller_and_callee().unwrap();
     let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
     let d = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
-    engine.submit(d.caller, controller(), "parallel_calls", encode_one(500u64).unwrap()).unwrap();
+    d.client().submit_example(&mut engine, Strategy::Parallel, 500).unwrap();
     let retry = RetryPolicy { max_attempts: 10, backoff_ms: 1_000, idempotent: false };
     let report =
-        scenario::run_job(&mut engine, &d, &plan(Strategy::Bounded, 10_000, Some(500)), retry).unwrap();
+        scenario::run_job(&mut engine, &d, &Plan::new(Strategy::Bounded, 10_000).with_k(500), retry).unwrap();
     assert_eq!(report.report.succeeded, 10_000, "{:?}", report.report);
     assert_eq!(engine.sim().stats(d.callee()).unwrap().executions_of("ping"), 10_500);
 }
@@ -189,7 +180,7 @@ fn a_batch_answered_with_the_wrong_number_of_results_fails_whole() {
     let mut batch_of = |answer: Vec<u8>, n: u64| {
         let answer = encode_one(serde_bytes::ByteBuf::from(answer)).unwrap();
         engine.sim_mut().update_call(liar, controller(), "set_answer", answer).unwrap();
-        let p = Plan { callees: Some(vec![liar]), ..plan(Strategy::Batched, n, Some(n)) };
+        let p = Plan { callees: Some(vec![liar]), ..Plan::new(Strategy::Batched, n).with_k(n) };
         scenario::run_plan(&mut engine, &d, &p).unwrap().report
     };
     // Ten results per ping, then none at all, then a result byte that means nothing.
@@ -197,7 +188,7 @@ fn a_batch_answered_with_the_wrong_number_of_results_fails_whole() {
         let report = batch_of(answer.clone(), n);
         assert_accounted(&report);
         assert_eq!(report.succeeded, 0, "answer {answer:?}: {report:?}");
-        assert_eq!(failures(&report, FailureKind::BadAcknowledgement), n);
+        assert_eq!(report.failed(FailureKind::BadAcknowledgement), n);
     }
     // The right answer still counts.
     assert_eq!(batch_of(vec![1, 2, 1], 3).succeeded, 3);
@@ -213,13 +204,13 @@ const MESSAGE_PREPAYMENT: u128 = 5_000_000 + 40_000_000_000;
 #[test]
 fn spreading_is_bounded_by_the_cycles_each_call_in_flight_reserves() {
     let (mut engine, d) = deployed(Topology::CrossSubnet, 16);
-    let balance = engine.cycle_balance(d.caller);
-    let mut p = plan(Strategy::Parallel, 10_000, None);
+    let balance = engine.cycle_balance(d.caller).unwrap();
+    let mut p = Plan::new(Strategy::Parallel, 10_000);
     p.callees = Some(d.callees.clone());
     let report = scenario::run_plan(&mut engine, &d, &p).unwrap().report;
     assert_accounted(&report);
     let by_cycles = ((balance - MESSAGE_PREPAYMENT) / PING_RESERVATION) as u64;
     assert!(by_cycles < 16 * 500, "cycles, not slots, bound this run");
     assert_eq!(report.succeeded, by_cycles, "{report:?}");
-    assert_eq!(failures(&report, FailureKind::InsufficientLiquidCycleBalance), 10_000 - by_cycles);
+    assert_eq!(report.failed(FailureKind::InsufficientLiquidCycleBalance), 10_000 - by_cycles);
 }

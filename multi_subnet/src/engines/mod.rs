@@ -7,6 +7,7 @@ pub mod sim;
 
 use anyhow::Result;
 use candid::Principal;
+pub use ic_error_types::RejectCode;
 use serde::Serialize;
 use std::fmt;
 
@@ -53,14 +54,6 @@ pub enum EngineChoice {
     Sim,
 }
 
-static FALLBACK_NOTE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Why `auto` chose the simulator, if it did: `main` says so after a
-/// successful run (a failed one ends with its error line alone).
-pub fn fallback_note() -> Option<&'static str> {
-    FALLBACK_NOTE.get().map(String::as_str)
-}
-
 /// Starts engines of one kind: the choice resolved once (a PocketIC server
 /// found, or not), then as many instances as a run needs.
 #[derive(Clone, Debug)]
@@ -69,24 +62,29 @@ pub enum EngineFactory {
     Sim,
 }
 
+/// A resolved choice, and why `auto` fell back to the simulator if it did
+/// (`main` says so after a successful run; a failed one ends with its error
+/// line alone).
+pub struct Resolved {
+    pub factory: EngineFactory,
+    pub fallback_note: Option<String>,
+}
+
 impl EngineFactory {
-    /// Resolves `choice`; `auto` notes when it falls back to the simulator,
-    /// and why (see [`fallback_note`]). Checked before anything is built: a
-    /// missing server is the common failure.
-    pub fn resolve(choice: EngineChoice) -> Result<Self> {
-        match choice {
-            EngineChoice::Sim => Ok(Self::Sim),
+    /// Resolves `choice`. Checked before anything is built: a missing server
+    /// is the common failure.
+    pub fn resolve(choice: EngineChoice) -> Result<Resolved> {
+        let (factory, fallback_note) = match choice {
+            EngineChoice::Sim => (Self::Sim, None),
             EngineChoice::PocketIc => {
-                Ok(Self::PocketIc(pocket_ic_server::find().map_err(anyhow::Error::msg)?))
+                (Self::PocketIc(pocket_ic_server::find().map_err(anyhow::Error::msg)?), None)
             }
-            EngineChoice::Auto => Ok(match pocket_ic_server::find() {
-                Ok(server) => Self::PocketIc(server),
-                Err(why) => {
-                    let _ = FALLBACK_NOTE.set(format!("using the simulator, not PocketIC: {why}"));
-                    Self::Sim
-                }
-            }),
-        }
+            EngineChoice::Auto => match pocket_ic_server::find() {
+                Ok(server) => (Self::PocketIc(server), None),
+                Err(why) => (Self::Sim, Some(format!("using the simulator, not PocketIC: {why}"))),
+            },
+        };
+        Ok(Resolved { factory, fallback_note })
     }
 
     pub fn kind(&self) -> EngineKind {
@@ -104,13 +102,13 @@ impl EngineFactory {
     }
 
     /// A fresh IC with `subnets` application subnets.
-    pub fn start(&self, subnets: usize, step: TimeStep) -> Box<dyn Engine> {
-        match self {
+    pub fn start(&self, subnets: usize, step: TimeStep) -> Result<Box<dyn Engine>> {
+        Ok(match self {
             Self::PocketIc(server) => {
-                Box::new(pocket_ic::PocketIcEngine::start_with_time_step(server.clone(), subnets, step))
+                Box::new(pocket_ic::PocketIcEngine::start_with_time_step(server.clone(), subnets, step)?)
             }
             Self::Sim => Box::new(sim::SimEngine::start_with_time_step(subnets, step)),
-        }
+        })
     }
 }
 
@@ -118,16 +116,16 @@ impl EngineFactory {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IngressId(pub usize);
 
-/// An IC reject: the code (1 SYS_FATAL ... 6 SYS_UNKNOWN) and its message.
+/// An IC reject: its code and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reject {
-    pub code: u64,
+    pub code: RejectCode,
     pub message: String,
 }
 
 impl fmt::Display for Reject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "reject code {}: {}", self.code, self.message)
+        write!(f, "reject code {}: {}", self.code as u64, self.message)
     }
 }
 
@@ -167,7 +165,7 @@ pub trait Engine {
     fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome>;
 
     /// The canister's cycle balance now.
-    fn cycle_balance(&mut self, canister: Principal) -> u128;
+    fn cycle_balance(&mut self, canister: Principal) -> Result<u128>;
 
     /// A query call; it changes nothing.
     fn query(&mut self, canister: Principal, sender: Principal, method: &str, arg: Vec<u8>)

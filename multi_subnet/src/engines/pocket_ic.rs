@@ -6,7 +6,7 @@ use pocket_ic::common::rest::RawMessageId;
 use pocket_ic::{PocketIc, PocketIcBuilder};
 
 use super::pocket_ic_server::PocketIcServer;
-use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
+use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, RejectCode, TimeStep};
 use std::time::Duration;
 
 /// How long a PocketIC server may take to start.
@@ -31,11 +31,11 @@ impl PocketIcEngine {
     /// Starts an instance with `subnets` application subnets on `server`.
     /// Uses the blocking client, which runs its own tokio runtime: it must
     /// not be called from inside another runtime.
-    pub fn start(server: PocketIcServer, subnets: usize) -> Self {
+    pub fn start(server: PocketIcServer, subnets: usize) -> Result<Self> {
         Self::start_with_time_step(server, subnets, TimeStep::POCKET_IC)
     }
 
-    pub fn start_with_time_step(server: PocketIcServer, subnets: usize, step: TimeStep) -> Self {
+    pub fn start_with_time_step(server: PocketIcServer, subnets: usize, step: TimeStep) -> Result<Self> {
         let mut builder = PocketIcBuilder::new().with_server_binary(server.path.clone());
         for _ in 0..subnets {
             builder = builder.with_application_subnet();
@@ -45,17 +45,17 @@ impl PocketIcEngine {
         std::thread::spawn(move || {
             let _ = sender.send(builder.build());
         });
-        let pic = receiver.recv_timeout(SERVER_START_TIMEOUT).unwrap_or_else(|_| {
-            panic!(
+        let pic = receiver.recv_timeout(SERVER_START_TIMEOUT).map_err(|_| {
+            anyhow!(
                 "the PocketIC server {} did not start within {} s",
                 server.path.display(),
                 SERVER_START_TIMEOUT.as_secs()
             )
-        });
+        })?;
         let mut subnets = pic.topology().get_app_subnets();
         subnets.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
         let extra_time_per_tick = Duration::from_nanos(step.0.saturating_sub(TimeStep::POCKET_IC.0));
-        Self { server, pic, subnets, submitted: vec![], extra_time_per_tick }
+        Ok(Self { server, pic, subnets, submitted: vec![], extra_time_per_tick })
     }
 }
 
@@ -108,8 +108,8 @@ impl Engine for PocketIcEngine {
         self.pic.tick();
     }
 
-    fn cycle_balance(&mut self, canister: Principal) -> u128 {
-        self.pic.cycle_balance(canister)
+    fn cycle_balance(&mut self, canister: Principal) -> Result<u128> {
+        Ok(self.pic.cycle_balance(canister))
     }
 
     fn query(
@@ -129,5 +129,13 @@ impl Engine for PocketIcEngine {
 }
 
 fn reject(e: pocket_ic::RejectResponse) -> Reject {
-    Reject { code: e.reject_code as u64, message: e.reject_message }
+    let code = match e.reject_code {
+        pocket_ic::RejectCode::SysFatal => RejectCode::SysFatal,
+        pocket_ic::RejectCode::SysTransient => RejectCode::SysTransient,
+        pocket_ic::RejectCode::DestinationInvalid => RejectCode::DestinationInvalid,
+        pocket_ic::RejectCode::CanisterReject => RejectCode::CanisterReject,
+        pocket_ic::RejectCode::CanisterError => RejectCode::CanisterError,
+        pocket_ic::RejectCode::SysUnknown => RejectCode::SysUnknown,
+    };
+    Reject { code, message: e.reject_message }
 }

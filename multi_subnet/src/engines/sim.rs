@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow};
 use candid::Principal;
 use sim::{MessageId, Sim};
 
-use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
+use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, RejectCode, TimeStep};
 
 /// How reports name this engine.
 pub const DESCRIPTION: &str = "sim (this project's simulator: a model of IC message routing running the real canister wasm; not PocketIC)";
@@ -84,8 +84,8 @@ impl Engine for SimEngine {
         Some(self.sim.ingress_status(self.submitted[id.0])?.map_err(reject))
     }
 
-    fn cycle_balance(&mut self, canister: Principal) -> u128 {
-        self.sim.cycle_balance(canister).unwrap_or(0)
+    fn cycle_balance(&mut self, canister: Principal) -> Result<u128> {
+        Ok(self.sim.cycle_balance(canister)?)
     }
 
     fn query(
@@ -100,5 +100,13 @@ impl Engine for SimEngine {
 }
 
 fn reject(r: sim::Reject) -> Reject {
-    Reject { code: r.code as u64, message: r.message }
+    let code = match r.code {
+        sim::RejectCode::SysFatal => RejectCode::SysFatal,
+        sim::RejectCode::SysTransient => RejectCode::SysTransient,
+        sim::RejectCode::DestinationInvalid => RejectCode::DestinationInvalid,
+        sim::RejectCode::CanisterReject => RejectCode::CanisterReject,
+        sim::RejectCode::CanisterError => RejectCode::CanisterError,
+        sim::RejectCode::SysUnknown => RejectCode::SysUnknown,
+    };
+    Reject { code, message: r.message }
 }

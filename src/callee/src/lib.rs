@@ -1,26 +1,12 @@
 //! The callee canister: the target of the caller's fan-out.
 
-use candid::{CandidType, Deserialize, Principal};
+use candid::Principal;
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap};
 use serde_bytes::ByteBuf;
 use std::cell::{Cell, RefCell};
 
-/// The most pings one `ping_batch` call may carry.
-const MAX_BATCH: u32 = 10_000;
-
-/// `count` pings, tagged with nonces `first_nonce`, `first_nonce + 1`, ...
-/// if given.
-#[derive(CandidType, Deserialize)]
-struct PingBatch {
-    first_nonce: Option<u64>,
-    count: u32,
-}
-
-/// One byte per ping of a batch, in order: executed now, or (its nonce was
-/// seen before) executed earlier.
-const EXECUTED: u8 = 1;
-const EXECUTED_EARLIER: u8 = 2;
+use interface::{EXECUTED, EXECUTED_EARLIER, PingBatch};
 
 thread_local! {
     static MEMORY_MANAGER: RefCell<MemoryManager<DefaultMemoryImpl>> =
@@ -63,8 +49,12 @@ fn ping() {
 /// encoding and decoding the results cheap. Nonce-tagged pings execute once.
 #[ic_cdk::update]
 fn ping_batch(batch: PingBatch) -> ByteBuf {
-    if batch.count > MAX_BATCH {
-        ic_cdk::trap(format!("a batch may carry at most {MAX_BATCH} pings, not {}", batch.count));
+    if batch.count > PingBatch::MAX_COUNT {
+        ic_cdk::trap(format!(
+            "a batch may carry at most {} pings, not {}",
+            PingBatch::MAX_COUNT,
+            batch.count
+        ));
     }
     let Some(first) = batch.first_nonce else {
         acknowledge(u64::from(batch.count));

@@ -13,7 +13,9 @@ use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 
-use crate::plan::{CallId, Outcome, Pace, Tally};
+use interface::Outcome;
+
+use crate::plan::{CallId, Pace, Tally};
 
 /// Makes `calls` at `pace`; `call(id)` makes one and yields its outcome.
 pub async fn run<F, Fut>(pace: Pace, calls: Vec<CallId>, call: F) -> Tally
@@ -163,8 +165,8 @@ impl InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Acknowledged, FailureKind};
     use futures::executor::block_on;
+    use interface::{Acknowledged, FailureKind};
     use std::cell::RefCell;
     use std::rc::Rc;
     use std::task::{Poll, Waker};

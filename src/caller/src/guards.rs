@@ -3,11 +3,9 @@
 //! them what the system API says.
 
 use candid::{CandidType, Deserialize, Principal};
+use interface::MAX_CALLS;
 
-/// The most calls one `sequential_calls` / `parallel_calls` request may make.
-/// Larger runs belong in several requests: one message's instruction limit and
-/// the caller's cycles both grow with `n`.
-pub const MAX_CALLS: u64 = 10_000;
+use crate::plan::PlanError;
 
 /// The canister environment variable that icp-cli sets to the callee's id.
 pub const CALLEE_ENV_VAR: &str = "PUBLIC_CANISTER_ID:callee";
@@ -17,12 +15,9 @@ pub const CALLEE_ENV_VAR: &str = "PUBLIC_CANISTER_ID:callee";
 pub struct CallCount(u64);
 
 impl CallCount {
-    pub fn new(n: u64) -> Result<Self, String> {
+    pub fn new(n: u64) -> Result<Self, PlanError> {
         if n > MAX_CALLS {
-            return Err(format!(
-                "n = {n} is more than the maximum of {MAX_CALLS} calls per request: \
-                 split the run into several requests of at most {MAX_CALLS}"
-            ));
+            return Err(PlanError::TooManyCalls(n));
         }
         Ok(Self(n))
     }
@@ -43,9 +38,9 @@ pub fn require_controller(caller: Principal, caller_is_controller: bool) -> Resu
 
 /// A callee must be some other canister: calling ourselves would measure
 /// nothing of inter-canister messaging.
-pub fn check_callee(callee: Principal, this_canister: Principal) -> Result<Principal, String> {
+pub fn check_callee(callee: Principal, this_canister: Principal) -> Result<Principal, PlanError> {
     if callee == this_canister {
-        return Err(format!("{callee} is this caller canister itself: pass the id of the callee canister"));
+        return Err(PlanError::CallerAsCallee(callee));
     }
     Ok(callee)
 }
@@ -56,15 +51,14 @@ pub fn check_callee(callee: Principal, this_canister: Principal) -> Result<Princ
 pub fn resolve_callee(
     stored: Option<Principal>,
     from_env: impl FnOnce() -> Option<String>,
-) -> Result<Principal, String> {
+) -> Result<Principal, PlanError> {
     if let Some(callee) = stored {
         return Ok(callee);
     }
     match from_env() {
-        Some(text) => Principal::from_text(text.trim()).map_err(|e| {
-            format!("{CALLEE_ENV_VAR} = {text:?} is not a principal ({e}): call setup_callee(principal)")
-        }),
-        None => Err("callee not set: call setup_callee(principal) first".to_string()),
+        Some(text) => Principal::from_text(text.trim())
+            .map_err(|e| PlanError::CalleeEnvVarNotAPrincipal { reason: e.to_string(), text }),
+        None => Err(PlanError::CalleeNotSet),
     }
 }
 
@@ -84,7 +78,7 @@ mod tests {
 
     #[test]
     fn call_count_beyond_the_maximum_names_the_maximum() {
-        let err = CallCount::new(MAX_CALLS + 1).unwrap_err();
+        let err = CallCount::new(MAX_CALLS + 1).unwrap_err().to_string();
         assert!(err.contains("10000"), "{err}");
         assert!(err.contains("10001"), "{err}");
     }
@@ -100,7 +94,7 @@ mod tests {
     #[test]
     fn the_caller_itself_is_refused_as_callee() {
         assert_eq!(check_callee(principal(2), principal(1)), Ok(principal(2)));
-        assert!(check_callee(principal(1), principal(1)).unwrap_err().contains("itself"));
+        assert!(check_callee(principal(1), principal(1)).unwrap_err().to_string().contains("itself"));
     }
 
     #[test]
@@ -118,14 +112,14 @@ mod tests {
     #[test]
     fn neither_source_gives_the_documented_message() {
         assert_eq!(
-            resolve_callee(None, || None),
+            resolve_callee(None, || None).map_err(|e| e.to_string()),
             Err("callee not set: call setup_callee(principal) first".to_string())
         );
     }
 
     #[test]
     fn a_malformed_environment_value_is_reported() {
-        let err = resolve_callee(None, || Some("not a principal".into())).unwrap_err();
+        let err = resolve_callee(None, || Some("not a principal".into())).unwrap_err().to_string();
         assert!(err.contains(CALLEE_ENV_VAR), "{err}");
     }
 }

@@ -7,7 +7,11 @@
 use candid::{CandidType, Deserialize};
 use std::collections::BTreeMap;
 
-use crate::plan::{CallId, FailureCount, FailureKind, Report, RetryPolicy, Tally, ValidPlan};
+use interface::{FailureCount, FailureKind, Report, RetryPolicy};
+
+use crate::plan::{CallId, Tally, ValidPlan};
+
+pub mod runtime;
 
 /// A call waiting for its next attempt.
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,8 +188,8 @@ impl NonceRange {
 mod tests {
     use super::*;
     use crate::guards::CallCount;
-    use crate::plan::{Acknowledged, Strategy, Wait};
     use candid::Principal;
+    use interface::{Acknowledged, Strategy, Wait};
 
     fn job(policy: Option<RetryPolicy>) -> Job {
         let plan = ValidPlan {

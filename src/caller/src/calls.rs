@@ -1,0 +1,111 @@
+//! The calls a plan makes to its callees, how their answers and failures
+//! are read, and a plan's run from first call to report.
+
+use candid::Principal;
+use ic_cdk::api::{call_context_instruction_counter, canister_cycle_balance, time};
+use ic_cdk::call::{Call, CallFailed};
+use interface::{Acknowledged, FailureKind, Outcome, PingBatch, Report, Strategy, Wait};
+use serde_bytes::ByteBuf;
+
+use crate::fan_out;
+use crate::plan::{CallId, Pace, Tally, ValidPlan};
+
+/// What one call carries.
+#[derive(Clone, Copy)]
+enum Pings {
+    /// `ping`.
+    One,
+    /// `ping_once(nonce)`: executed once however often it arrives.
+    OneOnce(u64),
+    /// `ping_batch`: `count` pings, nonce-tagged from `first_nonce` if given.
+    Batch { count: u64, first_nonce: Option<u64> },
+}
+
+/// How a plan reaches its callees.
+pub struct Pinger<'a> {
+    pub plan: &'a ValidPlan,
+    /// A job whose retries need nonces: the nonce of its first ping.
+    pub first_nonce: Option<u64>,
+}
+
+impl Pinger<'_> {
+    fn call(&self, call: CallId) -> impl std::future::Future<Output = Outcome> + use<> {
+        let plan = self.plan;
+        let callee = plan.callees[(call.index % plan.callees.len() as u64) as usize];
+        let nonce = self.first_nonce.map(|first| first + plan.first_ping(call));
+        let pings = match (plan.strategy, nonce) {
+            (Strategy::Batched, first_nonce) => Pings::Batch { count: call.pings, first_nonce },
+            (_, Some(nonce)) => Pings::OneOnce(nonce),
+            (_, None) => Pings::One,
+        };
+        ping(callee, plan.wait, plan.timeout_seconds, pings)
+    }
+
+    /// Makes `calls` at `pace` and tallies them.
+    pub async fn run(&self, pace: Pace, calls: Vec<CallId>) -> Tally {
+        fan_out::run(pace, calls, |call| self.call(call)).await
+    }
+}
+
+/// One call to `callee`; yields what it acknowledged.
+async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings) -> Outcome {
+    let method = match pings {
+        Pings::One => "ping",
+        Pings::OneOnce(_) => "ping_once",
+        Pings::Batch { .. } => "ping_batch",
+    };
+    let call = match (wait, timeout) {
+        (Wait::Bounded, None) => Call::bounded_wait(callee, method),
+        (Wait::Bounded, Some(seconds)) => Call::bounded_wait(callee, method).change_timeout(seconds),
+        (Wait::Unbounded, _) => Call::unbounded_wait(callee, method),
+    };
+    let classify = |error: CallFailed| classify(&error, callee);
+    match pings {
+        Pings::One => call.await.map(|_| Acknowledged::now(1)).map_err(classify),
+        Pings::OneOnce(nonce) => {
+            let response = call.with_arg(nonce).await.map_err(classify)?;
+            match response.candid::<bool>() {
+                Ok(true) => Ok(Acknowledged::now(1)),
+                Ok(false) => Ok(Acknowledged { now: 0, earlier: 1 }),
+                Err(_) => Err(FailureKind::CandidDecodeFailed),
+            }
+        }
+        Pings::Batch { count, first_nonce } => {
+            let batch = PingBatch { first_nonce, count: count as u32 };
+            let response = call.with_arg(batch).await.map_err(classify)?;
+            let results: ByteBuf = response.candid().map_err(|_| FailureKind::CandidDecodeFailed)?;
+            interface::batch_acknowledgement(&results, count)
+        }
+    }
+}
+
+/// Where a failure is classified.
+fn classify(error: &CallFailed, callee: Principal) -> FailureKind {
+    match error {
+        CallFailed::InsufficientLiquidCycleBalance(_) => FailureKind::InsufficientLiquidCycleBalance,
+        CallFailed::CallPerformFailed(_) => FailureKind::CallPerformFailed,
+        CallFailed::CallRejected(rejected) => {
+            FailureKind::from_reject(rejected.reject_code().ok(), rejected.reject_message(), callee)
+        }
+    }
+}
+
+/// Runs a validated plan in this call context and reports on it.
+pub async fn run(plan: ValidPlan) -> Report {
+    let (started, balance) = (time(), canister_cycle_balance());
+    let pinger = Pinger { plan: &plan, first_nonce: None };
+    let tally = pinger.run(plan.pace(), plan.calls()).await;
+    Report {
+        requested: plan.n.get(),
+        succeeded: tally.succeeded,
+        delivered_earlier: tally.delivered_earlier,
+        calls: tally.calls,
+        failures: tally.failures(),
+        retries: 0,
+        peak_in_flight: tally.peak_in_flight,
+        instructions: call_context_instruction_counter(),
+        cycles_spent: balance.saturating_sub(canister_cycle_balance()).into(),
+        time_elapsed_ns: time() - started,
+        finished: true,
+    }
+}
