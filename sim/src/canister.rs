@@ -9,6 +9,7 @@ use wasmi::{Engine, Store};
 
 use crate::code::{Code, CompiledModule, Entry, Recorded, Replayer, Snapshot};
 use crate::cycles;
+use crate::error::SimError;
 use crate::message::{
     CallContextId, CallbackId, Ingress, Message, MessageId, Payload, Reject, RejectCode, Request, Response,
 };
@@ -256,17 +257,17 @@ impl Canister {
         sender: Principal,
         mode: InstallMode,
         time: u64,
-    ) -> Result<Vec<Output>, String> {
+    ) -> Result<Vec<Output>, SimError> {
         let stable_before = self.store.data().stable.clone();
         let (old_memory, old_timer) = (self.store.data().memory, self.store.data().global_timer);
         // pre_upgrade's changes are undone too if the new code fails.
         let instance_before = self.code.as_ref().map(|c| c.code.snapshot(&self.store));
         if mode == InstallMode::Upgrade {
             if self.code.is_none() {
-                return Err(format!("canister {} has no code to upgrade", self.id));
+                return Err(SimError::NoCodeToUpgrade(self.id));
             }
             if self.has_open_call_contexts() {
-                return Err(format!("canister {} has open call contexts: stop it before upgrading", self.id));
+                return Err(SimError::OpenCallContexts(self.id));
             }
             self.run_hook(EntryKind::PreUpgrade, "canister_pre_upgrade", vec![], sender, time)?;
         }
@@ -282,7 +283,7 @@ impl Canister {
             InstallMode::Install => ("canister_init", EntryKind::Init),
             InstallMode::Upgrade => ("canister_post_upgrade", EntryKind::PostUpgrade),
         };
-        let installed = Code::instantiate(&mut self.store, module).and_then(|code| {
+        let installed = Code::instantiate(&mut self.store, module).map_err(SimError::from).and_then(|code| {
             self.code = Some(Installed::new(code, &self.store));
             self.run_hook(kind, hook, arg, sender, time)
         });
@@ -326,11 +327,11 @@ impl Canister {
     fn run_hook(
         &mut self,
         kind: EntryKind,
-        export: &str,
+        export: &'static str,
         arg: Vec<u8>,
         caller: Principal,
         time: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), SimError> {
         if !self.exports(export) {
             return Ok(());
         }
@@ -338,7 +339,7 @@ impl Canister {
             self.run(Entry::Export(export.into()), Execution::new(kind, caller, String::new(), arg, time));
         self.stats.record(export, ran.instructions, ran.trap.is_some());
         match ran.trap {
-            Some(trap) => Err(format!("{export} trapped: {trap}")),
+            Some(trap) => Err(SimError::InstallTrapped { hook: export, trap: trap.0 }),
             None => {
                 self.commit(&ran.exec);
                 Ok(())
@@ -500,7 +501,7 @@ impl Canister {
         let (kind, (fun, env), arg, reject) = match r.payload {
             Payload::Reply(data) => (EntryKind::ReplyCallback, callback.reply, data, None),
             Payload::Reject(reject) => {
-                *self.stats.rejects_received.entry(reject.code).or_default() += 1;
+                self.stats.rejects_received.add(reject.code);
                 (EntryKind::RejectCallback, callback.reject, vec![], Some((reject.code, reject.message)))
             }
         };
@@ -715,16 +716,17 @@ impl Canister {
         method: &str,
         arg: Vec<u8>,
         time: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), Reject> {
         if !self.exports("canister_inspect_message") {
             return Ok(());
         }
         let exec = Execution::new(EntryKind::InspectMessage, sender, method.into(), arg, time);
         let ran = self.run_keeping(Entry::Export("canister_inspect_message".into()), exec, false);
-        match ran.trap {
-            Some(trap) => Err(format!("canister_inspect_message trapped: {trap}")),
-            None if ran.exec.accepted => Ok(()),
-            None => Err(format!("Canister {} did not accept the message", self.id)),
-        }
+        let message = match ran.trap {
+            Some(trap) => format!("canister_inspect_message trapped: {trap}"),
+            None if ran.exec.accepted => return Ok(()),
+            None => format!("Canister {} did not accept the message", self.id),
+        };
+        Err(Reject { code: RejectCode::CanisterReject, message })
     }
 }

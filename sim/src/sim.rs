@@ -4,10 +4,10 @@
 
 use candid::Principal;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use crate::canister::{Canister, CanisterStatus, InstallMode, Output};
 use crate::code::{self, Recorded};
+use crate::error::SimError;
 use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
 use crate::stats::CanisterStats;
 use crate::system_api::ApiLimits;
@@ -67,22 +67,6 @@ impl Default for SimConfig {
             round_limits: RoundLimits::default(),
         }
     }
-}
-
-/// A management operation that could not be done.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SimError(pub String);
-
-impl fmt::Display for SimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SimError {}
-
-fn fail<T>(message: impl Into<String>) -> Result<T, SimError> {
-    Err(SimError(message.into()))
 }
 
 /// One second of IC time: a mainnet-like time step.
@@ -239,15 +223,18 @@ impl Sim {
     }
 
     fn canister(&self, id: Principal) -> Result<&Canister, SimError> {
-        self.canisters.get(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))
+        self.canisters.get(&id).ok_or(SimError::CanisterNotFound(id))
+    }
+
+    fn canister_mut(&mut self, id: Principal) -> Result<&mut Canister, SimError> {
+        self.canisters.get_mut(&id).ok_or(SimError::CanisterNotFound(id))
     }
 
     /// For management operations: only controllers may do them.
     fn controlled(&mut self, id: Principal, sender: Principal) -> Result<&mut Canister, SimError> {
-        let canister =
-            self.canisters.get_mut(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))?;
+        let canister = self.canister_mut(id)?;
         if !canister.system_state().controllers.contains(&sender) {
-            return fail(format!("only a controller of canister {id} may do this; {sender} is not one"));
+            return Err(SimError::NotAController { canister: id, sender });
         }
         Ok(canister)
     }
@@ -261,7 +248,7 @@ impl Sim {
         controllers: Vec<Principal>,
     ) -> Result<Principal, SimError> {
         let Some(s) = self.subnets.get_mut(subnet) else {
-            return fail(format!("no subnet {subnet}: there are {}", self.subnets.len()));
+            return Err(SimError::NoSuchSubnet { index: subnet, subnets: self.subnets.len() });
         };
         // Each subnet allocates from its own range, as on the IC.
         let index = ((subnet as u64) << 20) + s.next_canister;
@@ -309,11 +296,11 @@ impl Sim {
         mode: InstallMode,
     ) -> Result<(), SimError> {
         self.controlled(id, sender)?;
-        let module = code::compile(wasm).map_err(SimError)?;
+        let module = code::compile(wasm)?;
         let (engine, time) = (self.engine.clone(), self.time);
         let canister = self.canisters.get_mut(&id).expect("checked");
         let subnet = canister.subnet;
-        for output in canister.install(&engine, module, arg, sender, mode, time).map_err(SimError)? {
+        for output in canister.install(&engine, module, arg, sender, mode, time)? {
             self.route(subnet, output);
         }
         Ok(())
@@ -334,7 +321,7 @@ impl Sim {
             }
             self.tick();
         }
-        fail(format!("canister {id} did not stop within {UPDATE_CALL_ROUND_LIMIT} rounds"))
+        Err(SimError::DidNotStop { canister: id, rounds: UPDATE_CALL_ROUND_LIMIT })
     }
 
     pub fn start_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
@@ -346,7 +333,7 @@ impl Sim {
     pub fn delete_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
         let canister = self.controlled(id, sender)?;
         if canister.status != CanisterStatus::Stopped {
-            return fail(format!("canister {id} must be stopped before it is deleted"));
+            return Err(SimError::NotStopped(id));
         }
         let mut canister = self.canisters.remove(&id).expect("checked");
         self.subnets[canister.subnet].canisters.remove(&id);
@@ -384,8 +371,7 @@ impl Sim {
     }
 
     pub fn add_cycles(&mut self, id: Principal, amount: u128) -> Result<u128, SimError> {
-        let canister =
-            self.canisters.get_mut(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))?;
+        let canister = self.canister_mut(id)?;
         canister.system_state_mut().credit(amount);
         Ok(canister.system_state().balance)
     }
@@ -401,13 +387,7 @@ impl Sim {
     /// The committed executions of a canister since it was created (or since
     /// the last call), if the simulator was built `with_tracing`.
     pub fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError> {
-        let canister =
-            self.canisters.get_mut(&id).ok_or_else(|| SimError(format!("canister {id} does not exist")))?;
-        canister
-            .trace
-            .as_mut()
-            .map(std::mem::take)
-            .ok_or_else(|| SimError("the simulator was built without tracing".into()))
+        self.canister_mut(id)?.trace.as_mut().map(std::mem::take).ok_or(SimError::TracingOff)
     }
 
     /// Calls from `caller` to `callee` that hold a request slot: performed,
@@ -436,15 +416,8 @@ impl Sim {
         arg: Vec<u8>,
     ) -> Result<MessageId, Reject> {
         let time = self.time;
-        let Some(canister) = self.canisters.get_mut(&id) else {
-            return Err(Reject {
-                code: RejectCode::DestinationInvalid,
-                message: format!("Canister {id} not found"),
-            });
-        };
-        canister
-            .inspect(sender, method, arg.clone(), time)
-            .map_err(|message| Reject { code: RejectCode::CanisterReject, message })?;
+        let canister = self.canisters.get_mut(&id).ok_or_else(|| not_found(id))?;
+        canister.inspect(sender, method, arg.clone(), time)?;
         let message_id = MessageId(self.next_message);
         self.next_message += 1;
         let subnet = canister.subnet;
@@ -494,12 +467,7 @@ impl Sim {
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
         let time = self.time;
-        let Some(canister) = self.canisters.get_mut(&id) else {
-            return Err(Reject {
-                code: RejectCode::DestinationInvalid,
-                message: format!("Canister {id} not found"),
-            });
-        };
+        let canister = self.canisters.get_mut(&id).ok_or_else(|| not_found(id))?;
         match canister.query(sender, method, arg, time) {
             Payload::Reply(data) => Ok(data),
             Payload::Reject(reject) => Err(reject),
@@ -609,20 +577,21 @@ impl Sim {
             canister.queue.push_back(message);
             return;
         }
-        let gone = |id: Principal| Reject {
-            code: RejectCode::DestinationInvalid,
-            message: format!("Canister {id} not found"),
-        };
         match message {
             Message::Request(r) => {
-                let response = r.rejected(gone(r.receiver));
+                let response = r.rejected(not_found(r.receiver));
                 self.route(subnet, Output::Response(response));
             }
             Message::Ingress(m) => {
-                self.ingress.insert(m.id, IngressState::Completed(Payload::Reject(gone(m.receiver))));
+                self.ingress.insert(m.id, IngressState::Completed(Payload::Reject(not_found(m.receiver))));
             }
             // Nobody is left to execute the callback.
             Message::Response(_) => {}
         }
     }
+}
+
+/// What a message to a canister that does not exist gets.
+fn not_found(id: Principal) -> Reject {
+    Reject { code: RejectCode::DestinationInvalid, message: format!("Canister {id} not found") }
 }

@@ -11,7 +11,8 @@ use wasmi::{Caller, Error, Linker, Memory, Val};
 
 use crate::cycles;
 use crate::message::{Payload, RejectCode};
-use crate::stable::StableMemory;
+use crate::module::WasmError;
+use crate::stable::{OutOfBounds, StableMemory};
 
 /// Why a message stopped early. The message is then rolled back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +25,18 @@ impl fmt::Display for CanisterTrap {
 }
 
 impl wasmi::errors::HostError for CanisterTrap {}
+
+impl From<OutOfBounds> for CanisterTrap {
+    fn from(e: OutOfBounds) -> Self {
+        CanisterTrap(e.to_string())
+    }
+}
+
+impl From<CanisterTrap> for Error {
+    fn from(trap: CanisterTrap) -> Self {
+        Error::host(trap)
+    }
+}
 
 fn trap<T>(message: impl Into<String>) -> Result<T, Error> {
     Err(Error::host(CanisterTrap(message.into())))
@@ -607,11 +620,11 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
     def!("stable64_grow", |c: Ctx<'_>, pages: i64| -> i64 { c.data_mut().stable.grow(pages as u64) });
     def!("stable64_write", |c: Ctx<'_>, offset: i64, src: i64, size: i64| -> Result<(), Error> {
         let bytes = read(&c, src as i32, size as i32)?;
-        c.data_mut().stable.write(offset as u64, &bytes).map_err(|e| Error::host(CanisterTrap(e)))
+        c.data_mut().stable.write(offset as u64, &bytes).map_err(CanisterTrap::from)?;
+        Ok(())
     });
     def!("stable64_read", |c: Ctx<'_>, dst: i64, offset: i64, size: i64| -> Result<(), Error> {
-        let bytes =
-            c.data().stable.read(offset as u64, size as u64).map_err(|e| Error::host(CanisterTrap(e)))?;
+        let bytes = c.data().stable.read(offset as u64, size as u64).map_err(CanisterTrap::from)?;
         write(&mut c, dst as i32, &bytes)
     });
 
@@ -718,27 +731,23 @@ fn call_perform(state: &mut SystemState) -> Result<i32, Error> {
 /// Defines every `ic0` import of `module` that [`linker`] lacks as a
 /// function that traps with `ic0.<name> is not supported by the simulator`,
 /// so such a module still loads.
-pub fn link_unsupported(linker: &mut Linker<SystemState>, module: &wasmi::Module) -> Result<(), String> {
+pub fn link_unsupported(linker: &mut Linker<SystemState>, module: &wasmi::Module) -> Result<(), WasmError> {
     for import in module.imports() {
-        if import.module() != "ic0" {
-            return Err(format!(
-                "import {}.{} is not from ic0: a canister may only import ic0",
-                import.module(),
-                import.name()
-            ));
+        let (module, name) = (import.module().to_string(), import.name().to_string());
+        if module != "ic0" {
+            return Err(WasmError::ForeignImport { module, name });
         }
         let wasmi::ExternType::Func(ty) = import.ty() else {
-            return Err(format!("import ic0.{} is not a function", import.name()));
+            return Err(WasmError::NotAFunction { module, name });
         };
         if SUPPORTED.contains(&import.name()) {
             continue;
         }
-        let name = import.name().to_string();
         linker
             .func_new("ic0", import.name(), ty.clone(), move |_c, _params: &[Val], _results: &mut [Val]| {
                 trap(format!("ic0.{name} is not supported by the simulator"))
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| WasmError::Link(e.to_string()))?;
     }
     Ok(())
 }
