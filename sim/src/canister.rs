@@ -5,7 +5,7 @@
 use candid::Principal;
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
-use wasmi::{Engine, Store};
+use wasmi::{Engine, Memory, Store};
 
 use crate::code::{Code, CompiledModule, Entry, Recorded, Replayer, Snapshot};
 use crate::cycles;
@@ -13,8 +13,11 @@ use crate::error::SimError;
 use crate::message::{
     CallContextId, CallbackId, Ingress, Message, MessageId, Payload, Reject, RejectCode, Request, Response,
 };
+use crate::stable::StableMemory;
 use crate::stats::CanisterStats;
-use crate::system_api::{ApiLimits, CanisterTrap, EntryKind, Execution, SystemState};
+use crate::system_api::{
+    ApiLimits, CanisterTrap, Effects, EntryKind, Execution, MessageContext, PerformedCall, SystemState,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CanisterStatus {
@@ -136,28 +139,46 @@ impl Installed {
     }
 }
 
-/// The result of running one entry point.
+/// The result of running one entry point: what it did, or why it trapped
+/// (and then it did nothing).
 struct Ran {
-    exec: Execution,
+    outcome: Result<Effects, CanisterTrap>,
     instructions: u64,
-    trap: Option<CanisterTrap>,
+}
+
+/// What executing one message sent out, and the instructions it used (the
+/// round's budget pays them).
+#[derive(Default)]
+pub struct Executed {
+    pub outputs: Vec<Output>,
+    pub instructions: u64,
+}
+
+/// What an installation may change, to give back if it fails.
+struct InstallCheckpoint {
+    instance: Option<Snapshot>,
+    stable: StableMemory,
+    memory: Option<Memory>,
+    global_timer: u64,
+    /// The store and code that the new code replaced, once it has.
+    replaced: Option<(Store<SystemState>, Option<Installed>)>,
 }
 
 pub struct Canister {
-    pub id: Principal,
+    id: Principal,
     /// Index of its subnet in the simulator's subnet order.
-    pub subnet: usize,
-    pub status: CanisterStatus,
+    subnet: usize,
+    status: CanisterStatus,
     store: Store<SystemState>,
     code: Option<Installed>,
     call_contexts: BTreeMap<CallContextId, CallContext>,
     callbacks: BTreeMap<CallbackId, Callback>,
     next_id: u64,
     /// Messages inducted and not yet executed, in order.
-    pub queue: VecDeque<Message>,
-    pub stats: CanisterStats,
+    queue: VecDeque<Message>,
+    stats: CanisterStats,
     /// Every committed execution, when tracing (for the benchmark's floor).
-    pub trace: Option<Vec<Recorded>>,
+    trace: Option<Vec<Recorded>>,
 }
 
 impl Canister {
@@ -168,6 +189,7 @@ impl Canister {
         controllers: Vec<Principal>,
         cycles: u128,
         limits: ApiLimits,
+        tracing: bool,
     ) -> Self {
         Self {
             id,
@@ -180,8 +202,20 @@ impl Canister {
             next_id: 0,
             queue: VecDeque::new(),
             stats: CanisterStats::default(),
-            trace: None,
+            trace: tracing.then(Vec::new),
         }
+    }
+
+    pub fn subnet(&self) -> usize {
+        self.subnet
+    }
+
+    pub fn status(&self) -> CanisterStatus {
+        self.status
+    }
+
+    pub fn stats(&self) -> &CanisterStats {
+        &self.stats
     }
 
     pub fn system_state(&self) -> &SystemState {
@@ -192,11 +226,31 @@ impl Canister {
         self.store.data_mut()
     }
 
-    pub fn has_open_call_contexts(&self) -> bool {
-        !self.call_contexts.is_empty()
+    /// The committed executions since the last call; `None` without tracing.
+    pub fn take_trace(&mut self) -> Option<Vec<Recorded>> {
+        self.trace.as_mut().map(std::mem::take)
     }
 
-    /// Whether anything waits to execute at `time`.
+    /// Inducts a message: it executes after those before it.
+    pub fn enqueue(&mut self, message: Message) {
+        self.queue.push_back(message);
+    }
+
+    /// Messages inducted and not yet executed.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// It takes no new calls; it is stopped once its call contexts have closed.
+    pub fn stop(&mut self) {
+        self.status =
+            if self.call_contexts.is_empty() { CanisterStatus::Stopped } else { CanisterStatus::Stopping };
+    }
+
+    pub fn start(&mut self) {
+        self.status = CanisterStatus::Running;
+    }
+
     /// Whether anything waits to execute at `time`; the global timer only
     /// counts where `timers` (a round's first iteration).
     pub fn has_work(&self, time: u64, timers: bool) -> bool {
@@ -258,48 +312,17 @@ impl Canister {
         mode: InstallMode,
         time: u64,
     ) -> Result<Vec<Output>, SimError> {
-        let stable_before = self.store.data().stable.clone();
-        let (old_memory, old_timer) = (self.store.data().memory, self.store.data().global_timer);
-        // pre_upgrade's changes are undone too if the new code fails.
-        let instance_before = self.code.as_ref().map(|c| c.code.snapshot(&self.store));
         if mode == InstallMode::Upgrade {
             if self.code.is_none() {
                 return Err(SimError::NoCodeToUpgrade(self.id));
             }
-            if self.has_open_call_contexts() {
+            if !self.call_contexts.is_empty() {
                 return Err(SimError::OpenCallContexts(self.id));
             }
-            self.run_hook(EntryKind::PreUpgrade, "canister_pre_upgrade", vec![], sender, time)?;
         }
-        let mut state = self.take_state();
-        state.memory = None;
-        state.global_timer = 0;
-        if mode == InstallMode::Install {
-            state.stable = Default::default();
-        }
-        let old_store = std::mem::replace(&mut self.store, Store::new(engine, state));
-        let old_code = self.code.take();
-        let (hook, kind) = match mode {
-            InstallMode::Install => ("canister_init", EntryKind::Init),
-            InstallMode::Upgrade => ("canister_post_upgrade", EntryKind::PostUpgrade),
-        };
-        let installed = Code::instantiate(&mut self.store, module).map_err(SimError::from).and_then(|code| {
-            self.code = Some(Installed::new(code, &self.store));
-            self.run_hook(kind, hook, arg, sender, time)
-        });
-        if let Err(e) = installed {
-            let mut state = self.take_state();
-            state.stable = stable_before;
-            state.memory = old_memory;
-            state.global_timer = old_timer;
-            self.store = old_store;
-            *self.store.data_mut() = state;
-            self.code = old_code;
-            if let (Some(installed), Some(snapshot)) = (self.code.as_mut(), instance_before) {
-                installed.code.restore(&mut self.store, &snapshot);
-                installed.checkpoint = snapshot;
-                installed.log.clear();
-            }
+        let mut checkpoint = self.install_checkpoint();
+        if let Err(e) = self.replace_code(&mut checkpoint, engine, module, arg, sender, mode, time) {
+            self.restore(checkpoint);
             return Err(e);
         }
         self.store.data_mut().canister_version += 1;
@@ -315,6 +338,72 @@ impl Canister {
         self.callbacks.clear();
         self.store.data_mut().in_flight.clear();
         Ok(outputs)
+    }
+
+    /// Taken before `canister_pre_upgrade`, whose changes are undone too if
+    /// the new code fails.
+    fn install_checkpoint(&self) -> InstallCheckpoint {
+        let state = self.store.data();
+        InstallCheckpoint {
+            instance: self.code.as_ref().map(|c| c.code.snapshot(&self.store)),
+            stable: state.stable.clone(),
+            memory: state.memory,
+            global_timer: state.global_timer,
+            replaced: None,
+        }
+    }
+
+    /// Runs the old code's `canister_pre_upgrade`, puts the new code in a
+    /// fresh store and runs its `canister_init` or `canister_post_upgrade`.
+    #[allow(clippy::too_many_arguments)]
+    fn replace_code(
+        &mut self,
+        checkpoint: &mut InstallCheckpoint,
+        engine: &Engine,
+        module: Rc<CompiledModule>,
+        arg: Vec<u8>,
+        sender: Principal,
+        mode: InstallMode,
+        time: u64,
+    ) -> Result<(), SimError> {
+        if mode == InstallMode::Upgrade {
+            self.run_hook(EntryKind::PreUpgrade, "canister_pre_upgrade", vec![], sender, time)?;
+        }
+        let mut state = self.take_state();
+        state.memory = None;
+        state.global_timer = 0;
+        if mode == InstallMode::Install {
+            state.stable = Default::default();
+        }
+        let old_store = std::mem::replace(&mut self.store, Store::new(engine, state));
+        checkpoint.replaced = Some((old_store, self.code.take()));
+        let code = Code::instantiate(&mut self.store, module)?;
+        self.code = Some(Installed::new(code, &self.store));
+        match mode {
+            InstallMode::Install => self.run_hook(EntryKind::Init, "canister_init", arg, sender, time),
+            InstallMode::Upgrade => {
+                self.run_hook(EntryKind::PostUpgrade, "canister_post_upgrade", arg, sender, time)
+            }
+        }
+    }
+
+    fn restore(&mut self, checkpoint: InstallCheckpoint) {
+        let InstallCheckpoint { instance, stable, memory, global_timer, replaced } = checkpoint;
+        if let Some((store, code)) = replaced {
+            let state = self.take_state();
+            self.store = store;
+            *self.store.data_mut() = state;
+            self.code = code;
+        }
+        let state = self.store.data_mut();
+        state.stable = stable;
+        state.memory = memory;
+        state.global_timer = global_timer;
+        if let (Some(installed), Some(snapshot)) = (self.code.as_mut(), instance) {
+            installed.code.restore(&mut self.store, &snapshot);
+            installed.checkpoint = snapshot;
+            installed.log.clear();
+        }
     }
 
     fn take_state(&mut self) -> SystemState {
@@ -335,52 +424,46 @@ impl Canister {
         if !self.exports(export) {
             return Ok(());
         }
-        let ran =
-            self.run(Entry::Export(export.into()), Execution::new(kind, caller, String::new(), arg, time));
-        self.stats.record(export, ran.instructions, ran.trap.is_some());
-        match ran.trap {
-            Some(trap) => Err(SimError::InstallTrapped { hook: export, trap: trap.0 }),
-            None => {
-                self.commit(&ran.exec);
-                Ok(())
-            }
-        }
+        let context = MessageContext::new(kind, caller, String::new(), arg, time);
+        let ran = self.run(Entry::Export(export.into()), context);
+        self.stats.record(export, ran.instructions, ran.outcome.is_err());
+        let effects = ran.outcome.map_err(|trap| SimError::InstallTrapped { hook: export, trap: trap.0 })?;
+        self.commit(effects, None, export, time);
+        Ok(())
     }
 
-    /// Code and call contexts go; the canister stays (for deletion).
-    pub fn uninstall(&mut self) {
+    /// Code and call contexts go; the canister stays (for deletion). Returns
+    /// the messages it had not executed.
+    pub fn uninstall(&mut self) -> VecDeque<Message> {
         self.code = None;
         self.call_contexts.clear();
         self.callbacks.clear();
-        self.queue.clear();
+        std::mem::take(&mut self.queue)
     }
 
     // ----- Running code with rollback -----
 
-    /// Runs `entry` for `exec`. On a trap every effect is undone: linear
-    /// memory and globals (by replay, see [`Installed`]), stable memory
-    /// and cycles here; the calls it made and its reply are in the returned
-    /// `exec`, which the caller then ignores. With `keep` false the effects
-    /// are undone in any case (queries, inspection), from a copy.
-    fn run_keeping(&mut self, entry: Entry, exec: Execution, keep: bool) -> Ran {
+    /// Runs `entry` in `context`. On a trap its effects are dropped, linear
+    /// memory and globals replayed (see [`Installed`]) and stable memory
+    /// undone. With `keep` false everything is undone in any case (queries,
+    /// inspection), from a copy; the effects are returned to be read.
+    fn run_keeping(&mut self, entry: Entry, context: MessageContext, keep: bool) -> Ran {
         let Some(installed) = self.code.as_mut() else {
             let trap = CanisterTrap(format!("Canister {} has no wasm module", self.id));
-            return Ran { exec, instructions: 0, trap: Some(trap) };
+            return Ran { outcome: Err(trap), instructions: 0 };
         };
         let discard_from = (!keep).then(|| installed.code.snapshot(&self.store));
         let state = self.store.data_mut();
-        let balance = state.balance;
         state.stable.checkpoint();
         state.tape = keep.then(Vec::new);
-        let fuel = exec.fuel_limit;
-        state.exec = Some(exec);
+        let fuel = context.fuel_limit;
+        state.exec = Some(Execution { context, effects: Effects::default() });
         let (instructions, trap) = installed.code.run(&mut self.store, &entry, fuel);
         let state = self.store.data_mut();
-        let exec = state.exec.take().expect("set above");
+        let effects = state.exec.take().expect("set above").effects;
         let tape = state.tape.take();
         if trap.is_some() || !keep {
             state.stable.rollback();
-            state.balance = balance;
         }
         match (discard_from, tape) {
             (Some(snapshot), _) => installed.code.restore(&mut self.store, &snapshot),
@@ -393,29 +476,46 @@ impl Canister {
                 installed.commit(&self.store, recorded, instructions);
             }
         }
-        Ran { exec, instructions, trap }
+        Ran { outcome: trap.map_or(Ok(effects), Err), instructions }
     }
 
-    fn run(&mut self, entry: Entry, exec: Execution) -> Ran {
-        self.run_keeping(entry, exec, true)
+    fn run(&mut self, entry: Entry, context: MessageContext) -> Ran {
+        self.run_keeping(entry, context, true)
     }
 
-    /// Applies what a successful execution changed outside its memory.
-    fn commit(&mut self, exec: &Execution) {
+    /// Applies everything a successful execution did outside its memories.
+    /// In call context `id` (a method or callback; hooks and cleanup have
+    /// none and can neither call nor answer) its calls become callbacks and
+    /// requests, and its answer is sent; `label` names the entry in the
+    /// statistics.
+    fn commit(&mut self, effects: Effects, id: Option<CallContextId>, label: &str, time: u64) -> Vec<Output> {
         let state = self.store.data_mut();
-        if let Some(timer) = exec.timer {
+        state.balance = state.balance.saturating_add(effects.cycles_accepted) - effects.cycles_withdrawn;
+        if let Some(timer) = effects.timer {
             state.global_timer = timer;
         }
-        for (callee, taken) in &exec.slots_taken {
+        for (callee, taken) in &effects.slots_taken {
             *state.in_flight.entry(*callee).or_default() += taken;
         }
-        self.stats.calls_refused += exec.calls_refused;
+        self.stats.calls_refused += effects.calls_refused;
+        let Some(id) = id else {
+            return vec![];
+        };
+        self.call_contexts.get_mut(&id).expect("open").cycles_accepted += effects.cycles_accepted;
+        for _ in &effects.performed {
+            self.stats.calls_performed_in.push((label.to_string(), time));
+        }
+        let mut outputs = self.send_calls(id, effects.performed, time);
+        if let Some(payload) = effects.response {
+            outputs.extend(self.respond(id, payload));
+        }
+        outputs
     }
 
     // ----- Messages -----
 
     /// Executes the due global timer, or else the next message in the queue.
-    pub fn execute_next(&mut self, time: u64, timers: bool) -> Vec<Output> {
+    pub fn execute_next(&mut self, time: u64, timers: bool) -> Executed {
         if timers && self.timer_due(time) {
             self.store.data_mut().global_timer = 0;
             return self.execute_timer(time);
@@ -424,7 +524,7 @@ impl Canister {
             Some(Message::Ingress(m)) => self.execute_ingress(m, time),
             Some(Message::Request(r)) => self.execute_request(r, time),
             Some(Message::Response(r)) => self.execute_response(r, time),
-            None => vec![],
+            None => Executed::default(),
         }
     }
 
@@ -444,49 +544,53 @@ impl Canister {
         Some(Reject { code: RejectCode::CanisterError, message })
     }
 
-    fn execute_ingress(&mut self, m: Ingress, time: u64) -> Vec<Output> {
+    fn execute_ingress(&mut self, m: Ingress, time: u64) -> Executed {
         if let Some(reject) = self.refusal(&m.method) {
-            return vec![Output::IngressCompleted(m.id, Payload::Reject(reject))];
+            return Executed {
+                outputs: vec![Output::IngressCompleted(m.id, Payload::Reject(reject))],
+                instructions: 0,
+            };
         }
         let id = self.open_call_context(Origin::Ingress(m.id), m.sender, 0);
-        let exec = Execution::new(EntryKind::Update, m.sender, m.method.clone(), m.arg, time);
-        self.execute_method(id, &m.method, exec)
+        let context = MessageContext::new(EntryKind::Update, m.sender, m.method.clone(), m.arg, time);
+        self.execute_method(id, &m.method, context)
     }
 
-    fn execute_request(&mut self, r: Request, time: u64) -> Vec<Output> {
+    fn execute_request(&mut self, r: Request, time: u64) -> Executed {
         if let Some(reject) = self.refusal(&r.method) {
-            return vec![Output::Response(r.rejected(reject))];
+            return Executed { outputs: vec![Output::Response(r.rejected(reject))], instructions: 0 };
         }
         let origin = Origin::Canister { caller: r.sender, callback: r.callback };
         let id = self.open_call_context(origin, r.sender, r.cycles);
-        let exec = Execution::new(EntryKind::Update, r.sender, r.method.clone(), r.arg, time);
-        self.execute_method(id, &r.method, exec)
+        let context = MessageContext::new(EntryKind::Update, r.sender, r.method.clone(), r.arg, time);
+        self.execute_method(id, &r.method, context)
     }
 
-    fn execute_method(&mut self, id: CallContextId, method: &str, exec: Execution) -> Vec<Output> {
+    fn execute_method(&mut self, id: CallContextId, method: &str, context: MessageContext) -> Executed {
         let entry = Entry::Export(format!("canister_update {method}"));
-        let (mut outputs, trap, _) = self.execute_in_context(id, entry, exec, method, false);
+        let (mut outputs, trap, instructions) = self.execute_in_context(id, entry, context, method, false);
         outputs.extend(self.close_if_done(id, trap));
-        outputs
+        Executed { outputs, instructions }
     }
 
-    fn execute_timer(&mut self, time: u64) -> Vec<Output> {
+    fn execute_timer(&mut self, time: u64) -> Executed {
         let id = self.open_call_context(Origin::System, self.id, 0);
-        let exec = Execution::new(EntryKind::GlobalTimer, self.id, String::new(), vec![], time);
+        let context = MessageContext::new(EntryKind::GlobalTimer, self.id, String::new(), vec![], time);
         let entry = Entry::Export("canister_global_timer".into());
-        let (mut outputs, trap, _) = self.execute_in_context(id, entry, exec, "canister_global_timer", false);
+        let (mut outputs, trap, instructions) =
+            self.execute_in_context(id, entry, context, "canister_global_timer", false);
         outputs.extend(self.close_if_done(id, trap));
-        outputs
+        Executed { outputs, instructions }
     }
 
     /// A response: its callback runs in the call context that made the call;
     /// if the callback traps, the call's cleanup runs.
-    fn execute_response(&mut self, r: Response, time: u64) -> Vec<Output> {
+    fn execute_response(&mut self, r: Response, time: u64) -> Executed {
         match self.callbacks.get(&r.callback) {
             // Its call context is gone (the canister was reinstalled).
-            None => return vec![],
+            None => return Executed::default(),
             // Too late: the caller was told SYS_UNKNOWN instead.
-            Some(callback) if callback.expired && !r.deadline_expired => return vec![],
+            Some(callback) if callback.expired && !r.deadline_expired => return Executed::default(),
             Some(_) => {}
         }
         let callback = self.callbacks.remove(&r.callback).expect("checked");
@@ -505,24 +609,25 @@ impl Canister {
                 (EntryKind::RejectCallback, callback.reject, vec![], Some((reject.code, reject.message)))
             }
         };
-        let mut exec = Execution::new(kind, caller, String::new(), arg, time);
-        exec.reject = reject;
-        exec.cycles_refunded = r.refund;
-        exec.can_reply = may_reply;
-        let (mut outputs, trap, instructions) =
-            self.execute_in_context(id, Entry::Callback { fun, env }, exec, "callback", true);
+        let mut context = MessageContext::new(kind, caller, String::new(), arg, time);
+        context.reject = reject;
+        context.cycles_refunded = r.refund;
+        context.may_reply = may_reply;
+        let (mut outputs, trap, mut instructions) =
+            self.execute_in_context(id, Entry::Callback { fun, env }, context, "callback", true);
         self.refund_prepayment(&callback, response_bytes, instructions);
         if let (Some(_), Some((fun, env))) = (&trap, callback.cleanup) {
-            let exec = Execution::new(EntryKind::Cleanup, caller, String::new(), vec![], time);
-            let ran = self.run(Entry::Callback { fun, env }, exec);
-            self.stats.record("cleanup", ran.instructions, ran.trap.is_some());
-            self.charge(cycles::execution_cost(ran.instructions));
-            if ran.trap.is_none() {
-                self.commit(&ran.exec);
+            let context = MessageContext::new(EntryKind::Cleanup, caller, String::new(), vec![], time);
+            let ran = self.run(Entry::Callback { fun, env }, context);
+            self.stats.record("cleanup", ran.instructions, ran.outcome.is_err());
+            if let Ok(effects) = ran.outcome {
+                self.commit(effects, None, "cleanup", time);
             }
+            self.charge(cycles::execution_cost(ran.instructions));
+            instructions += ran.instructions;
         }
         outputs.extend(self.close_if_done(id, trap));
-        outputs
+        Executed { outputs, instructions }
     }
 
     /// A consumed response frees the request slot its call held.
@@ -568,53 +673,45 @@ impl Canister {
         self.stats.cycles_consumed += charged;
     }
 
-    /// Runs one entry point in call context `id` and applies its outcome:
-    /// the calls it made and its answer, or, if it trapped, nothing. Returns
-    /// the outputs, the reject a trap leaves for the call context, and the
-    /// instructions used. A callback's execution was prepaid with its call
-    /// (`prepaid`); anything else prepays here.
+    /// Runs one entry point in call context `id` and commits it, unless it
+    /// trapped. Returns the outputs, the reject a trap leaves for the call
+    /// context, and the instructions used. A callback's execution was
+    /// prepaid with its call (`prepaid`); anything else prepays here.
     fn execute_in_context(
         &mut self,
         id: CallContextId,
         entry: Entry,
-        mut exec: Execution,
+        mut context: MessageContext,
         label: &str,
         prepaid: bool,
     ) -> (Vec<Output>, Option<Reject>, u64) {
-        let context = &self.call_contexts[&id];
-        exec.call_context_instructions = context.instructions;
-        exec.cycles_available = context.cycles_available;
-        exec.cycles_accepted = context.cycles_accepted;
-        let prepayment = if prepaid { 0 } else { MESSAGE_PREPAYMENT.min(self.store.data().balance) };
-        self.store.data_mut().balance -= prepayment;
-        let ran = self.run(entry, exec);
+        let call_context = &self.call_contexts[&id];
+        context.call_context_instructions = call_context.instructions;
+        context.cycles_available = call_context.cycles_available - call_context.cycles_accepted;
         if !prepaid {
-            self.store.data_mut().credit(prepayment);
+            context.prepayment = MESSAGE_PREPAYMENT.min(self.store.data().balance);
+        }
+        let time = context.time;
+        let ran = self.run(entry, context);
+        self.stats.record(label, ran.instructions, ran.outcome.is_err());
+        self.call_contexts.get_mut(&id).expect("open").instructions += ran.instructions;
+        let (outputs, trap) = match ran.outcome {
+            Ok(effects) => (self.commit(effects, Some(id), label, time), None),
+            Err(trap) => {
+                let message = format!("Error from Canister {}: {trap}", self.id);
+                (vec![], Some(Reject { code: RejectCode::CanisterError, message }))
+            }
+        };
+        if !prepaid {
             self.charge(cycles::execution_cost(ran.instructions));
         }
-        self.stats.record(label, ran.instructions, ran.trap.is_some());
-        self.call_contexts.get_mut(&id).expect("open").instructions += ran.instructions;
-        if let Some(trap) = ran.trap {
-            let message = format!("Error from Canister {}: {trap}", self.id);
-            return (vec![], Some(Reject { code: RejectCode::CanisterError, message }), ran.instructions);
-        }
-        self.call_contexts.get_mut(&id).expect("open").cycles_accepted = ran.exec.cycles_accepted;
-        self.commit(&ran.exec);
-        for _ in &ran.exec.performed {
-            self.stats.calls_performed_in.push((label.to_string(), ran.exec.time));
-        }
-        let mut outputs = self.send_calls(id, &ran.exec);
-        if let Some(payload) = ran.exec.response {
-            outputs.extend(self.respond(id, payload));
-        }
-        (outputs, None, ran.instructions)
+        (outputs, trap, ran.instructions)
     }
 
     /// Turns the calls a committed execution performed into callbacks and requests.
-    fn send_calls(&mut self, id: CallContextId, exec: &Execution) -> Vec<Output> {
+    fn send_calls(&mut self, id: CallContextId, performed: Vec<PerformedCall>, time: u64) -> Vec<Output> {
         let mut outputs = vec![];
-        for performed in &exec.performed {
-            let call = &performed.call;
+        for PerformedCall { call, prepayment } in performed {
             let callback = CallbackId(self.fresh_id());
             self.callbacks.insert(
                 callback,
@@ -624,9 +721,9 @@ impl Canister {
                     reply: call.reply,
                     reject: call.reject,
                     cleanup: call.cleanup,
-                    prepayment: performed.prepayment,
+                    prepayment,
                     request_bytes: (call.method.len() as u64, call.arg.len() as u64),
-                    deadline: call.timeout_seconds.map(|s| exec.time / ONE_SECOND + u64::from(s)),
+                    deadline: call.timeout_seconds.map(|s| time / ONE_SECOND + u64::from(s)),
                     expired: false,
                 },
             );
@@ -635,8 +732,8 @@ impl Canister {
             outputs.push(Output::Request(Request {
                 sender: self.id,
                 receiver: call.callee,
-                method: call.method.clone(),
-                arg: call.arg.clone(),
+                method: call.method,
+                arg: call.arg,
                 cycles: call.cycles,
                 callback,
             }));
@@ -694,14 +791,13 @@ impl Canister {
             let message = format!("Canister {} has no query method '{method}'", self.id);
             return Payload::reject(RejectCode::CanisterError, message);
         }
-        let exec = Execution::new(EntryKind::Query, sender, method.into(), arg, time);
-        let ran = self.run_keeping(Entry::Export(export), exec, false);
-        match (ran.trap, ran.exec.response) {
-            (Some(trap), _) => {
+        let context = MessageContext::new(EntryKind::Query, sender, method.into(), arg, time);
+        match self.run_keeping(Entry::Export(export), context, false).outcome {
+            Err(trap) => {
                 Payload::reject(RejectCode::CanisterError, format!("Error from Canister {}: {trap}", self.id))
             }
-            (None, Some(payload)) => payload,
-            (None, None) => Payload::reject(
+            Ok(Effects { response: Some(payload), .. }) => payload,
+            Ok(_) => Payload::reject(
                 RejectCode::CanisterError,
                 format!("Canister {} did not produce a response", self.id),
             ),
@@ -720,12 +816,14 @@ impl Canister {
         if !self.exports("canister_inspect_message") {
             return Ok(());
         }
-        let exec = Execution::new(EntryKind::InspectMessage, sender, method.into(), arg, time);
-        let ran = self.run_keeping(Entry::Export("canister_inspect_message".into()), exec, false);
-        let message = match ran.trap {
-            Some(trap) => format!("canister_inspect_message trapped: {trap}"),
-            None if ran.exec.accepted => return Ok(()),
-            None => format!("Canister {} did not accept the message", self.id),
+        let context = MessageContext::new(EntryKind::InspectMessage, sender, method.into(), arg, time);
+        let message = match self
+            .run_keeping(Entry::Export("canister_inspect_message".into()), context, false)
+            .outcome
+        {
+            Err(trap) => format!("canister_inspect_message trapped: {trap}"),
+            Ok(effects) if effects.accepted => return Ok(()),
+            Ok(_) => format!("Canister {} did not accept the message", self.id),
         };
         Err(Reject { code: RejectCode::CanisterReject, message })
     }

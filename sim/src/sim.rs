@@ -258,9 +258,15 @@ impl Sim {
         let id = Principal::from_slice(&bytes);
         s.canisters.insert(id);
         let limits = ApiLimits { queue_capacity: self.config.queue_capacity };
-        let mut canister =
-            Canister::new(&self.engine, id, subnet, controllers, self.config.initial_cycles, limits);
-        canister.trace = self.tracing.then(Vec::new);
+        let canister = Canister::new(
+            &self.engine,
+            id,
+            subnet,
+            controllers,
+            self.config.initial_cycles,
+            limits,
+            self.tracing,
+        );
         self.canisters.insert(id, canister);
         Ok(id)
     }
@@ -299,7 +305,7 @@ impl Sim {
         let module = code::compile(wasm)?;
         let (engine, time) = (self.engine.clone(), self.time);
         let canister = self.canisters.get_mut(&id).expect("checked");
-        let subnet = canister.subnet;
+        let subnet = canister.subnet();
         for output in canister.install(&engine, module, arg, sender, mode, time)? {
             self.route(subnet, output);
         }
@@ -309,14 +315,9 @@ impl Sim {
     /// Stops the canister: it takes no new calls, and once its open call
     /// contexts have closed (ticking until they have) it is stopped.
     pub fn stop_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
-        let canister = self.controlled(id, sender)?;
-        canister.status = if canister.has_open_call_contexts() {
-            CanisterStatus::Stopping
-        } else {
-            CanisterStatus::Stopped
-        };
+        self.controlled(id, sender)?.stop();
         for _ in 0..UPDATE_CALL_ROUND_LIMIT {
-            if self.canister(id)?.status == CanisterStatus::Stopped {
+            if self.canister(id)?.status() == CanisterStatus::Stopped {
                 return Ok(());
             }
             self.tick();
@@ -325,22 +326,20 @@ impl Sim {
     }
 
     pub fn start_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
-        self.controlled(id, sender)?.status = CanisterStatus::Running;
+        self.controlled(id, sender)?.start();
         Ok(())
     }
 
     /// Deletes a stopped canister. Calls to it then fail with DESTINATION_INVALID.
     pub fn delete_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
-        let canister = self.controlled(id, sender)?;
-        if canister.status != CanisterStatus::Stopped {
+        if self.controlled(id, sender)?.status() != CanisterStatus::Stopped {
             return Err(SimError::NotStopped(id));
         }
         let mut canister = self.canisters.remove(&id).expect("checked");
-        self.subnets[canister.subnet].canisters.remove(&id);
-        let pending: Vec<Message> = canister.queue.drain(..).collect();
-        canister.uninstall();
-        for message in pending {
-            self.deliver(canister.subnet, message);
+        let subnet = canister.subnet();
+        self.subnets[subnet].canisters.remove(&id);
+        for message in canister.uninstall() {
+            self.deliver(subnet, message);
         }
         Ok(())
     }
@@ -381,13 +380,13 @@ impl Sim {
     }
 
     pub fn stats(&self, id: Principal) -> Result<&CanisterStats, SimError> {
-        Ok(&self.canister(id)?.stats)
+        Ok(self.canister(id)?.stats())
     }
 
     /// The committed executions of a canister since it was created (or since
     /// the last call), if the simulator was built `with_tracing`.
     pub fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError> {
-        self.canister_mut(id)?.trace.as_mut().map(std::mem::take).ok_or(SimError::TracingOff)
+        self.canister_mut(id)?.take_trace().ok_or(SimError::TracingOff)
     }
 
     /// Calls from `caller` to `callee` that hold a request slot: performed,
@@ -420,7 +419,7 @@ impl Sim {
         canister.inspect(sender, method, arg.clone(), time)?;
         let message_id = MessageId(self.next_message);
         self.next_message += 1;
-        let subnet = canister.subnet;
+        let subnet = canister.subnet();
         let ingress = Ingress { id: message_id, sender, receiver: id, method: method.into(), arg };
         self.subnets[subnet].ingress_pool.push(Message::Ingress(ingress));
         self.ingress.insert(message_id, IngressState::Processing);
@@ -529,14 +528,14 @@ impl Sim {
                 let canister = self.canisters.get_mut(&id).expect("on this subnet");
                 used = used.saturating_add(limits.overhead_per_canister);
                 // What was inducted before this iteration, plus a due timer.
-                for _ in 0..canister.queue.len().max(1) {
+                for _ in 0..canister.queued().max(1) {
                     if used >= start_limit {
                         break;
                     }
-                    let before = canister.stats.instructions;
-                    outputs.extend(canister.execute_next(time, timers));
+                    let executed = canister.execute_next(time, timers);
+                    outputs.extend(executed.outputs);
                     used = used
-                        .saturating_add(canister.stats.instructions - before)
+                        .saturating_add(executed.instructions)
                         .saturating_add(limits.overhead_per_execution);
                 }
             }
@@ -558,7 +557,7 @@ impl Sim {
             Output::Request(request) => Message::Request(request),
             Output::Response(response) => Message::Response(response),
         };
-        match self.canisters.get(&message.receiver()).map(|c| c.subnet) {
+        match self.canisters.get(&message.receiver()).map(Canister::subnet) {
             Some(to) if to == from => self.deliver(from, message),
             Some(to) => self.subnets[to].inbound.push(message),
             // No such canister: induction on `from` answers for it.
@@ -574,7 +573,7 @@ impl Sim {
             return;
         }
         if let Some(canister) = self.canisters.get_mut(&message.receiver()) {
-            canister.queue.push_back(message);
+            canister.enqueue(message);
             return;
         }
         match message {

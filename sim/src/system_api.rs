@@ -84,9 +84,9 @@ impl EntryKind {
     }
 }
 
-/// One message execution's inputs and collected effects.
+/// What a message execution reads: fixed when it starts.
 #[derive(Debug)]
-pub struct Execution {
+pub struct MessageContext {
     pub kind: EntryKind,
     pub caller: Principal,
     pub method: String,
@@ -94,31 +94,21 @@ pub struct Execution {
     pub arg: Vec<u8>,
     /// In a reject callback: the reject (code, message).
     pub reject: Option<(RejectCode, String)>,
-    /// Whether the call context may still answer.
-    pub can_reply: bool,
-    pub reply_data: Vec<u8>,
-    pub response: Option<Payload>,
-    pub new_call: Option<NewCall>,
-    pub performed: Vec<PerformedCall>,
-    /// Request slots this message took, per callee (not yet committed).
-    pub slots_taken: BTreeMap<Principal, u32>,
+    /// Whether the call context may answer.
+    pub may_reply: bool,
+    /// Attached cycles that earlier messages of the call context left unaccepted.
     pub cycles_available: u128,
-    pub cycles_accepted: u128,
     pub cycles_refunded: u128,
-    /// Withdrawn from the balance by this message (attached cycles, prepayments).
-    pub cycles_withdrawn: u128,
-    pub timer: Option<u64>,
-    pub accepted: bool,
+    /// Withdrawn for this execution before it starts: the canister does not see it.
+    pub prepayment: u128,
     pub time: u64,
     /// Instructions of the call context before this message.
     pub call_context_instructions: u64,
     /// Fuel at the start of the message.
     pub fuel_limit: u64,
-    /// `call_perform`s that returned non-zero.
-    pub calls_refused: u64,
 }
 
-impl Execution {
+impl MessageContext {
     pub fn new(kind: EntryKind, caller: Principal, method: String, arg: Vec<u8>, time: u64) -> Self {
         Self {
             kind,
@@ -126,26 +116,57 @@ impl Execution {
             method,
             arg,
             reject: None,
-            can_reply: matches!(
+            may_reply: matches!(
                 kind,
                 EntryKind::Update | EntryKind::Query | EntryKind::ReplyCallback | EntryKind::RejectCallback
             ),
-            reply_data: vec![],
-            response: None,
-            new_call: None,
-            performed: vec![],
-            slots_taken: BTreeMap::new(),
             cycles_available: 0,
-            cycles_accepted: 0,
             cycles_refunded: 0,
-            cycles_withdrawn: 0,
-            timer: None,
-            accepted: false,
+            prepayment: 0,
             time,
             call_context_instructions: 0,
             fuel_limit: cycles::MAX_INSTRUCTIONS_PER_MESSAGE,
-            calls_refused: 0,
         }
+    }
+}
+
+/// What a message execution does outside its memories: one commit applies
+/// it, a trap drops it.
+#[derive(Debug, Default)]
+pub struct Effects {
+    pub reply_data: Vec<u8>,
+    pub response: Option<Payload>,
+    pub new_call: Option<NewCall>,
+    pub performed: Vec<PerformedCall>,
+    /// Request slots taken, per callee.
+    pub slots_taken: BTreeMap<Principal, u32>,
+    pub timer: Option<u64>,
+    /// Taken from the balance: attached cycles and call prepayments.
+    pub cycles_withdrawn: u128,
+    /// Attached cycles moved to the balance.
+    pub cycles_accepted: u128,
+    /// `call_perform`s that returned non-zero.
+    pub calls_refused: u64,
+    /// `canister_inspect_message` accepted the message.
+    pub accepted: bool,
+}
+
+/// The running message: what it reads and what it did so far.
+#[derive(Debug)]
+pub struct Execution {
+    pub context: MessageContext,
+    pub effects: Effects,
+}
+
+impl Execution {
+    /// The balance the message sees, given the committed one.
+    fn balance(&self, committed: u128) -> u128 {
+        (committed - self.context.prepayment).saturating_add(self.effects.cycles_accepted)
+            - self.effects.cycles_withdrawn
+    }
+
+    fn can_reply(&self) -> bool {
+        self.context.may_reply && self.effects.response.is_none()
     }
 }
 
@@ -198,8 +219,13 @@ impl SystemState {
         }
     }
 
-    pub fn liquid_balance(&self) -> u128 {
-        self.balance.saturating_sub(self.freezing_reserve)
+    /// The balance the running message sees (outside one, the committed one).
+    fn balance_seen(&self) -> u128 {
+        self.exec.as_ref().map_or(self.balance, |exec| exec.balance(self.balance))
+    }
+
+    fn liquid_balance_seen(&self) -> u128 {
+        self.balance_seen().saturating_sub(self.freezing_reserve)
     }
 
     /// Adds cycles; a balance stops at the largest there is.
@@ -210,9 +236,13 @@ impl SystemState {
     fn exec(&mut self) -> Result<&mut Execution, Error> {
         match self.exec.as_mut() {
             Some(exec) => Ok(exec),
-            None => trap("system call outside a message execution"),
+            None => outside_a_message(),
         }
     }
+}
+
+fn outside_a_message<T>() -> Result<T, Error> {
+    trap("system call outside a message execution")
 }
 
 type Ctx<'a> = Caller<'a, SystemState>;
@@ -322,7 +352,7 @@ fn u128_of(high: i64, low: i64) -> u128 {
 }
 
 fn instructions_so_far(caller: &Ctx<'_>) -> u64 {
-    let limit = caller.data().exec.as_ref().map_or(0, |e| e.fuel_limit);
+    let limit = caller.data().exec.as_ref().map_or(0, |e| e.context.fuel_limit);
     limit.saturating_sub(caller.get_fuel().unwrap_or(0))
 }
 
@@ -401,49 +431,49 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
 
     // Message arguments and caller.
     def!("msg_arg_data_size", |c: Ctx<'_>| -> Result<i32, Error> {
-        Ok(c.data_mut().exec()?.arg.len() as i32)
+        Ok(c.data_mut().exec()?.context.arg.len() as i32)
     });
     def!("msg_arg_data_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
         c.data_mut().exec()?;
         let memory = memory(&c)?;
         let (data, state) = memory.data_and_store_mut(&mut c);
-        copy_slice(data, &state.exec.as_ref().expect("checked above").arg, dst, off, size)?;
+        copy_slice(data, &state.exec.as_ref().expect("checked above").context.arg, dst, off, size)?;
         record_write(state, data, dst, size);
         Ok(())
     });
     def!("msg_caller_size", |c: Ctx<'_>| -> Result<i32, Error> {
-        Ok(c.data_mut().exec()?.caller.as_slice().len() as i32)
+        Ok(c.data_mut().exec()?.context.caller.as_slice().len() as i32)
     });
     def!("msg_caller_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
-        let bytes = c.data_mut().exec()?.caller.as_slice().to_vec();
+        let bytes = c.data_mut().exec()?.context.caller.as_slice().to_vec();
         copy_out(&mut c, dst, off, size, &bytes)
     });
     def!("msg_method_name_size", |c: Ctx<'_>| -> Result<i32, Error> {
-        Ok(c.data_mut().exec()?.method.len() as i32)
+        Ok(c.data_mut().exec()?.context.method.len() as i32)
     });
     def!("msg_method_name_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
-        let name = c.data_mut().exec()?.method.clone().into_bytes();
+        let name = c.data_mut().exec()?.context.method.clone().into_bytes();
         copy_out(&mut c, dst, off, size, &name)
     });
     def!("accept_message", |c: Ctx<'_>| -> Result<(), Error> {
         let exec = c.data_mut().exec()?;
-        if exec.kind != EntryKind::InspectMessage || exec.accepted {
+        if exec.context.kind != EntryKind::InspectMessage || exec.effects.accepted {
             return trap("accept_message may be called once, in canister_inspect_message");
         }
-        exec.accepted = true;
+        exec.effects.accepted = true;
         Ok(())
     });
     def!("msg_reject_code", |c: Ctx<'_>| -> Result<i32, Error> {
-        Ok(c.data_mut().exec()?.reject.as_ref().map_or(0, |(code, _)| *code as i32))
+        Ok(c.data_mut().exec()?.context.reject.as_ref().map_or(0, |(code, _)| *code as i32))
     });
     def!("msg_reject_msg_size", |c: Ctx<'_>| -> Result<i32, Error> {
-        match &c.data_mut().exec()?.reject {
+        match &c.data_mut().exec()?.context.reject {
             Some((_, msg)) => Ok(msg.len() as i32),
             None => trap("msg_reject_msg_size called outside a reject callback"),
         }
     });
     def!("msg_reject_msg_copy", |c: Ctx<'_>, dst: i32, off: i32, size: i32| -> Result<(), Error> {
-        let msg = match &c.data_mut().exec()?.reject {
+        let msg = match &c.data_mut().exec()?.context.reject {
             Some((_, msg)) => msg.clone().into_bytes(),
             None => return trap("msg_reject_msg_copy called outside a reject callback"),
         };
@@ -458,48 +488,45 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
     def!("msg_reply_data_append", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
         let bytes = read(&c, src, size)?;
         let exec = c.data_mut().exec()?;
-        if !exec.can_reply {
+        if !exec.can_reply() {
             return trap("msg_reply_data_append: this call context has already replied or cannot reply");
         }
-        exec.reply_data.extend_from_slice(&bytes);
+        exec.effects.reply_data.extend_from_slice(&bytes);
         Ok(())
     });
     def!("msg_reply", |c: Ctx<'_>| -> Result<(), Error> {
         let exec = c.data_mut().exec()?;
-        if !exec.can_reply {
+        if !exec.can_reply() {
             return trap("msg_reply: this call context has already replied or cannot reply");
         }
-        exec.can_reply = false;
-        exec.response = Some(Payload::Reply(std::mem::take(&mut exec.reply_data)));
+        let effects = &mut exec.effects;
+        effects.response = Some(Payload::Reply(std::mem::take(&mut effects.reply_data)));
         Ok(())
     });
     def!("msg_reject", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
         let message = String::from_utf8_lossy(&read(&c, src, size)?).into_owned();
         let exec = c.data_mut().exec()?;
-        if !exec.can_reply {
+        if !exec.can_reply() {
             return trap("msg_reject: this call context has already replied or cannot reply");
         }
-        exec.can_reply = false;
-        exec.response = Some(Payload::reject(RejectCode::CanisterReject, message));
+        exec.effects.response = Some(Payload::reject(RejectCode::CanisterReject, message));
         Ok(())
     });
 
     // Cycles of the message.
     def!("msg_cycles_available128", |c: Ctx<'_>, dst: i32| -> Result<(), Error> {
         let exec = c.data_mut().exec()?;
-        let available = exec.cycles_available - exec.cycles_accepted;
+        let available = exec.context.cycles_available - exec.effects.cycles_accepted;
         write_u128(&mut c, dst, available)
     });
     def!("msg_cycles_refunded128", |c: Ctx<'_>, dst: i32| -> Result<(), Error> {
-        let refunded = c.data_mut().exec()?.cycles_refunded;
+        let refunded = c.data_mut().exec()?.context.cycles_refunded;
         write_u128(&mut c, dst, refunded)
     });
     def!("msg_cycles_accept128", |c: Ctx<'_>, high: i64, low: i64, dst: i32| -> Result<(), Error> {
-        let state = c.data_mut();
-        let exec = state.exec()?;
-        let amount = u128_of(high, low).min(exec.cycles_available - exec.cycles_accepted);
-        exec.cycles_accepted += amount;
-        state.credit(amount);
+        let exec = c.data_mut().exec()?;
+        let amount = u128_of(high, low).min(exec.context.cycles_available - exec.effects.cycles_accepted);
+        exec.effects.cycles_accepted += amount;
         write_u128(&mut c, dst, amount)
     });
 
@@ -510,11 +537,11 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         copy_out(&mut c, dst, off, size, &bytes)
     });
     def!("canister_cycle_balance128", |c: Ctx<'_>, dst: i32| -> Result<(), Error> {
-        let balance = c.data().balance;
+        let balance = c.data().balance_seen();
         write_u128(&mut c, dst, balance)
     });
     def!("canister_liquid_cycle_balance128", |c: Ctx<'_>, dst: i32| -> Result<(), Error> {
-        let liquid = c.data().liquid_balance();
+        let liquid = c.data().liquid_balance_seen();
         write_u128(&mut c, dst, liquid)
     });
     def!("canister_status", |c: Ctx<'_>| -> i32 {
@@ -529,7 +556,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         Ok(i32::from(c.data().controllers.contains(&principal)))
     });
     def!("in_replicated_execution", |c: Ctx<'_>| -> Result<i32, Error> {
-        Ok(i32::from(c.data_mut().exec()?.kind != EntryKind::Query))
+        Ok(i32::from(c.data_mut().exec()?.context.kind != EntryKind::Query))
     });
 
     // Calls.
@@ -548,10 +575,10 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             Principal::try_from_slice(&callee).or_else(|_| trap("call_new: callee is not a principal"))?;
         let method = read_string(&c, name_src, name_size, "call_new: method name")?;
         let exec = c.data_mut().exec()?;
-        if !exec.kind.may_call() {
-            return trap(format!("call_new cannot be called in {:?}", exec.kind));
+        if !exec.context.kind.may_call() {
+            return trap(format!("call_new cannot be called in {:?}", exec.context.kind));
         }
-        exec.new_call = Some(NewCall {
+        exec.effects.new_call = Some(NewCall {
             callee,
             method,
             reply: (reply_fun as u32, reply_env as u32),
@@ -564,7 +591,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         Ok(())
     });
     def!("call_on_cleanup", |c: Ctx<'_>, fun: i32, env: i32| -> Result<(), Error> {
-        match c.data_mut().exec()?.new_call.as_mut() {
+        match c.data_mut().exec()?.effects.new_call.as_mut() {
             Some(call) if call.cleanup.is_none() => {
                 call.cleanup = Some((fun as u32, env as u32));
                 Ok(())
@@ -575,7 +602,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
     });
     def!("call_data_append", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
         let bytes = read(&c, src, size)?;
-        match c.data_mut().exec()?.new_call.as_mut() {
+        match c.data_mut().exec()?.effects.new_call.as_mut() {
             Some(call) => {
                 call.arg.extend_from_slice(&bytes);
                 Ok(())
@@ -584,7 +611,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
         }
     });
     def!("call_with_best_effort_response", |c: Ctx<'_>, timeout: i32| -> Result<(), Error> {
-        match c.data_mut().exec()?.new_call.as_mut() {
+        match c.data_mut().exec()?.effects.new_call.as_mut() {
             Some(call) if call.timeout_seconds.is_none() => {
                 call.timeout_seconds = Some((timeout as u32).min(MAX_CALL_TIMEOUT_SECONDS));
                 Ok(())
@@ -596,8 +623,9 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
     def!("call_cycles_add128", |c: Ctx<'_>, high: i64, low: i64| -> Result<(), Error> {
         let amount = u128_of(high, low);
         let state = c.data_mut();
-        let liquid = state.liquid_balance();
-        let Some(call) = state.exec()?.new_call.as_mut() else {
+        let liquid = state.liquid_balance_seen();
+        let effects = &mut state.exec()?.effects;
+        let Some(call) = effects.new_call.as_mut() else {
             return trap("call_cycles_add128 called without call_new");
         };
         if amount > liquid {
@@ -606,8 +634,7 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
             ));
         }
         call.cycles += amount;
-        state.balance -= amount;
-        state.exec()?.cycles_withdrawn += amount;
+        effects.cycles_withdrawn += amount;
         Ok(())
     });
     def!("call_perform", |c: Ctx<'_>| -> Result<i32, Error> { call_perform(c.data_mut()) });
@@ -629,17 +656,17 @@ pub fn linker(engine: &wasmi::Engine) -> Linker<SystemState> {
     });
 
     // Time, timers, counters.
-    def!("time", |c: Ctx<'_>| -> Result<i64, Error> { Ok(c.data_mut().exec()?.time as i64) });
+    def!("time", |c: Ctx<'_>| -> Result<i64, Error> { Ok(c.data_mut().exec()?.context.time as i64) });
     def!("global_timer_set", |c: Ctx<'_>, timestamp: i64| -> Result<i64, Error> {
         let previous = c.data().global_timer;
         let exec = c.data_mut().exec()?;
-        let previous = exec.timer.unwrap_or(previous);
-        exec.timer = Some(timestamp as u64);
+        let previous = exec.effects.timer.unwrap_or(previous);
+        exec.effects.timer = Some(timestamp as u64);
         Ok(previous as i64)
     });
     def!("performance_counter", |c: Ctx<'_>, counter: i32| -> Result<i64, Error> {
         let now = instructions_so_far(&c);
-        let before = c.data().exec.as_ref().map_or(0, |e| e.call_context_instructions);
+        let before = c.data().exec.as_ref().map_or(0, |e| e.context.call_context_instructions);
         match counter {
             0 => Ok(now as i64),
             1 => Ok((before + now) as i64),
@@ -706,25 +733,26 @@ pub const MAX_CALL_TIMEOUT_SECONDS: u32 = 300;
 /// the liquid balance covers the prepayment; otherwise returns 2
 /// (SYS_TRANSIENT), gives back the attached cycles, and no callback will run.
 fn call_perform(state: &mut SystemState) -> Result<i32, Error> {
-    let Some(call) = state.exec()?.new_call.take() else {
+    let liquid = state.liquid_balance_seen();
+    let SystemState { in_flight, limits, exec, .. } = state;
+    let Some(Execution { effects, .. }) = exec else {
+        return outside_a_message();
+    };
+    let Some(call) = effects.new_call.take() else {
         return trap("call_perform called without call_new");
     };
-    let capacity = state.limits.queue_capacity;
-    let committed = state.in_flight.get(&call.callee).copied().unwrap_or(0);
-    let taken = state.exec()?.slots_taken.get(&call.callee).copied().unwrap_or(0);
+    let committed = in_flight.get(&call.callee).copied().unwrap_or(0);
+    let taken = committed + effects.slots_taken.get(&call.callee).copied().unwrap_or(0);
     let prepayment = cycles::call_prepayment(call.method.len() as u64, call.arg.len() as u64);
-    if committed + taken >= capacity || state.liquid_balance() < prepayment {
-        state.credit(call.cycles);
-        let exec = state.exec()?;
-        exec.cycles_withdrawn -= call.cycles;
-        exec.calls_refused += 1;
+    if taken >= limits.queue_capacity || liquid < prepayment {
+        // The attached cycles stay with the caller.
+        effects.cycles_withdrawn -= call.cycles;
+        effects.calls_refused += 1;
         return Ok(RejectCode::SysTransient as i32);
     }
-    state.balance -= prepayment;
-    let exec = state.exec()?;
-    exec.cycles_withdrawn += prepayment;
-    *exec.slots_taken.entry(call.callee).or_default() += 1;
-    exec.performed.push(PerformedCall { call, prepayment });
+    effects.cycles_withdrawn += prepayment;
+    *effects.slots_taken.entry(call.callee).or_default() += 1;
+    effects.performed.push(PerformedCall { call, prepayment });
     Ok(0)
 }
 
