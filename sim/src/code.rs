@@ -33,8 +33,7 @@ impl CompiledModule {
         let rewritten = module::rewrite(wasm)?;
         let module =
             Module::new(engine, &rewritten.wasm[..]).map_err(|e| WasmError::Invalid(e.to_string()))?;
-        let mut linker = system_api::linker(engine);
-        system_api::link_unsupported(&mut linker, &module)?;
+        let linker = system_api::linker(engine, &module)?;
         if !rewritten.has_memory {
             return Err(WasmError::NoMemory);
         }

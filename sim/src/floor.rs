@@ -2,7 +2,7 @@
 //! a bare instance of the same module, with no simulator around them.
 
 use crate::code::{self, Recorded, Replayer};
-use crate::error::SimError;
+use crate::sim::SimError;
 
 /// A recorded execution that trapped when replayed: the recording does not
 /// belong to the module.

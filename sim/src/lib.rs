@@ -7,7 +7,6 @@
 mod canister;
 mod code;
 mod cycles;
-mod error;
 mod floor;
 mod message;
 mod module;
@@ -18,9 +17,8 @@ mod system_api;
 
 pub use canister::CanisterStatus;
 pub use code::Recorded;
-pub use error::SimError;
 pub use floor::FloorCanister;
 pub use floor::ReplayTrapped;
 pub use message::{MessageId, Reject, RejectCode};
-pub use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimBuilder, SimConfig, UPDATE_CALL_ROUND_LIMIT};
+pub use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimBuilder, SimConfig, SimError, UPDATE_CALL_ROUND_LIMIT};
 pub use stats::{CanisterStats, RejectCounts};
