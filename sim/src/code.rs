@@ -62,8 +62,8 @@ pub enum Entry {
 /// One committed message execution: enough to run it again exactly.
 #[derive(Clone, Debug)]
 pub struct Recorded {
-    pub entry: Entry,
-    pub tape: Vec<TapeEvent>,
+    pub(crate) entry: Entry,
+    pub(crate) tape: Vec<TapeEvent>,
 }
 
 /// An instance of a [`CompiledModule`] in some store.

@@ -7,7 +7,9 @@ use std::fmt;
 /// A reject: code and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reject {
+    /// Why, for programs: the interface specification's reject code.
     pub code: RejectCode,
+    /// Why, for people.
     pub message: String,
 }
 

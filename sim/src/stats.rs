@@ -32,6 +32,8 @@ impl fmt::Debug for RejectCounts {
     }
 }
 
+/// What the simulator saw one canister do (statistics only: nothing in
+/// the model reads them back).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CanisterStats {
     /// Executions per entry: a method name, `callback`, `cleanup`,
@@ -55,6 +57,7 @@ pub struct CanisterStats {
 }
 
 impl CanisterStats {
+    /// Executions of `entry` (see [`CanisterStats::executed`]).
     pub fn executions_of(&self, entry: &str) -> u64 {
         self.executed.get(entry).copied().unwrap_or(0)
     }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::Sim;
 use super::routing::Subnet;
+use crate::bench::Tracing;
 use crate::code;
 
 /// A round's instruction budget and the scheduler's overheads, as in the
@@ -49,6 +50,7 @@ pub struct SimConfig {
     pub time_step_ns: u64,
     /// Cycles a new canister starts with (PocketIC: 100 T).
     pub initial_cycles: u128,
+    /// Each round's instruction budget.
     pub round_limits: RoundLimits,
 }
 
@@ -105,18 +107,13 @@ impl SimBuilder {
         self
     }
 
-    /// Keeps every committed execution of every canister, for
-    /// [`Sim::take_trace`] (the benchmark's floor replays them).
-    pub fn with_tracing(mut self) -> Self {
-        self.tracing = true;
-        self
-    }
-
+    /// Replaces the whole configuration (an earlier `with_time_step` too).
     pub fn with_config(mut self, config: SimConfig) -> Self {
         self.config = config;
         self
     }
 
+    /// The simulator, at time `start_time_ns` with no canisters.
     pub fn build(self) -> Sim {
         let mut ids = self.subnet_ids;
         ids.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
@@ -147,11 +144,20 @@ impl SimBuilder {
 }
 
 impl Sim {
+    /// A builder with no subnets and the default configuration.
     pub fn builder() -> SimBuilder {
         SimBuilder { subnet_ids: vec![], config: SimConfig::default(), tracing: false }
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> &SimConfig {
         &self.config
+    }
+}
+
+impl Tracing for SimBuilder {
+    fn with_tracing(mut self) -> Self {
+        self.tracing = true;
+        self
     }
 }

@@ -55,7 +55,7 @@ pub enum SimError {
         /// How many rounds were waited ([`crate::UPDATE_CALL_ROUND_LIMIT`]).
         rounds: u64,
     },
-    /// Traces are only kept by a simulator built `with_tracing`.
+    /// Traces are only kept by a simulator built `with_tracing` (see [`crate::bench`]).
     #[error("the simulator was built without tracing")]
     TracingOff,
 }

@@ -5,8 +5,9 @@
 use candid::Principal;
 use std::collections::BTreeMap;
 
+use crate::bench::{Recorded, Traced};
 use crate::canister::{Canister, CanisterStatus, InstallMode, Installation};
-use crate::code::{self, Recorded};
+use crate::code;
 use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
 use crate::stats::CanisterStats;
 use crate::system_api::ApiLimits;
@@ -47,6 +48,7 @@ impl Sim {
         self.subnets.iter().map(|s| s.id).collect()
     }
 
+    /// IC time now, in ns since the epoch.
     pub fn time(&self) -> u64 {
         self.time
     }
@@ -170,6 +172,7 @@ impl Sim {
         Err(SimError::DidNotStop { canister: id, rounds: UPDATE_CALL_ROUND_LIMIT })
     }
 
+    /// Starts a stopping or stopped canister: it takes calls again.
     pub fn start_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
         self.controlled(id, sender)?.start();
         Ok(())
@@ -214,24 +217,22 @@ impl Sim {
         Ok(())
     }
 
+    /// Adds `amount` to the canister's balance (it stops at the largest
+    /// there is); returns the new balance.
     pub fn add_cycles(&mut self, id: Principal, amount: u128) -> Result<u128, SimError> {
         let canister = self.canister_mut(id)?;
         canister.system_state_mut().credit(amount);
         Ok(canister.system_state().balance)
     }
 
+    /// The canister's balance in cycles.
     pub fn cycle_balance(&self, id: Principal) -> Result<u128, SimError> {
         Ok(self.canister(id)?.system_state().balance)
     }
 
+    /// What the simulator saw the canister do.
     pub fn stats(&self, id: Principal) -> Result<&CanisterStats, SimError> {
         Ok(self.canister(id)?.stats())
-    }
-
-    /// The committed executions of a canister since it was created (or since
-    /// the last call), if the simulator was built `with_tracing`.
-    pub fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError> {
-        self.canister_mut(id)?.take_trace().ok_or(SimError::TracingOff)
     }
 
     /// Calls from `caller` to `callee` that hold a request slot: performed,
@@ -314,5 +315,11 @@ impl Sim {
             Payload::Reply(data) => Ok(data),
             Payload::Reject(reject) => Err(reject),
         }
+    }
+}
+
+impl Traced for Sim {
+    fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError> {
+        self.canister_mut(id)?.take_trace().ok_or(SimError::TracingOff)
     }
 }

@@ -1,8 +1,27 @@
-//! The benchmark's floor: the same executions, replayed from their tapes on
-//! a bare instance of the same module, with no simulator around them.
+//! Plumbing for the overhead benchmark (`sim/benches/overhead.rs`): a
+//! simulator that keeps every committed execution, and the floor that
+//! replays them on a bare instance of the same module, with no simulator
+//! around them.
 
-use crate::code::{self, Recorded, Replayer};
+use candid::Principal;
+
+pub use crate::code::Recorded;
+use crate::code::{self, Replayer};
 use crate::sim::SimError;
+
+/// A [`crate::SimBuilder`] that can make its simulator keep traces.
+pub trait Tracing {
+    /// Keeps every committed execution of every canister, for
+    /// [`Traced::take_trace`].
+    fn with_tracing(self) -> Self;
+}
+
+/// A [`crate::Sim`] built [`Tracing::with_tracing`].
+pub trait Traced {
+    /// The committed executions of a canister since it was created (or
+    /// since the last call).
+    fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError>;
+}
 
 /// A recorded execution that trapped when replayed: the recording does not
 /// belong to the module.
@@ -18,7 +37,7 @@ pub struct FloorCanister {
 
 impl FloorCanister {
     /// `trace` is every committed execution of a canister running `wasm`,
-    /// from its installation on (see [`crate::Sim::take_trace`]).
+    /// from its installation on (see [`Traced::take_trace`]).
     pub fn new(wasm: &[u8], trace: Vec<Recorded>) -> Result<Self, SimError> {
         let replayer = code::compile(wasm)
             .and_then(|module| Replayer::new(&code::engine(), module))
@@ -34,6 +53,7 @@ impl FloorCanister {
         Ok(())
     }
 
+    /// Executions not replayed yet.
     pub fn remaining(&self) -> usize {
         self.trace.len()
     }
