@@ -1,5 +1,6 @@
-//! Plumbing for the overhead benchmark (`sim/benches/overhead.rs`): a
-//! simulator that keeps every committed execution, and the floor that
+//! Plumbing for the overhead benchmark (`sim/benches/overhead.rs`).
+//!
+//! A simulator that keeps every committed execution, and the floor that
 //! replays them on a bare instance of the same module, with no simulator
 //! around them.
 

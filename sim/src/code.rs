@@ -1,5 +1,4 @@
-//! A canister's code: the compiled module, its instances, and running one
-//! entry point with an instruction limit.
+//! A canister's code: the compiled module, its instances, running an entry point.
 //!
 //! An instance runs either live, against the system API, or in playback,
 //! where every `ic0` import answers from a recorded tape (see

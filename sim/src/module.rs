@@ -1,7 +1,9 @@
-//! Loading a canister module the way the replica does: the replica's
-//! instrumentation exports the function table (callbacks are table indices)
-//! and the mutable globals (part of the state a trap must roll back). rustc
-//! exports neither, so the export section is rewritten at load time.
+//! Loading a canister module the way the replica does.
+//!
+//! The replica's instrumentation exports the function table (callbacks are
+//! table indices) and the mutable globals (part of the state a trap must
+//! roll back). rustc exports neither, so the export section is rewritten at
+//! load time.
 
 use std::ops::Range;
 use wasm_encoder::{Encode, ExportKind, ExportSection};

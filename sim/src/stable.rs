@@ -1,6 +1,8 @@
-//! Stable memory with an undo log: every write goes through the system API,
-//! so remembering what it overwrote makes a rollback cost only what the
-//! message wrote, however large the memory is.
+//! Stable memory with an undo log.
+//!
+//! Every write goes through the system API, so remembering what it
+//! overwrote makes a rollback cost only what the message wrote, however
+//! large the memory is.
 
 pub const PAGE_SIZE: u64 = 64 * 1024;
 /// The model's limit (the replica allows hundreds of GiB).

@@ -1,5 +1,4 @@
-//! What the engine saw, per canister: tests compare it with what the
-//! canisters report.
+//! Per-canister statistics: what the engine saw each canister do.
 
 use std::collections::BTreeMap;
 use std::fmt;

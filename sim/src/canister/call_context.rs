@@ -1,5 +1,4 @@
-//! Call contexts and callbacks: who waits for an answer, the calls a
-//! context made, and its one answer.
+//! Call contexts and callbacks: who waits for an answer, and its one answer.
 
 use candid::Principal;
 

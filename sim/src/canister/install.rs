@@ -1,5 +1,4 @@
-//! Installing code: `canister_init`, or an upgrade's hooks around new code
-//! with stable memory kept; a failure gives back one checkpoint.
+//! Installing and upgrading code; a failure restores one checkpoint.
 
 use candid::Principal;
 use std::collections::VecDeque;

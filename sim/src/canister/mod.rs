@@ -1,6 +1,6 @@
-//! One canister: its code and system state, its queue, and the execution
-//! of one message with the IC's semantics (a trap rolls the message back;
-//! a call context answers exactly once).
+//! One canister: its state, its queue, and the execution of its messages.
+//!
+//! A trap rolls the message back; a call context answers exactly once.
 
 mod call_context;
 mod install;

@@ -1,5 +1,4 @@
-//! Queries and `canister_inspect_message`: they run on a copy and never
-//! change the canister.
+//! Queries and `canister_inspect_message`: run on a copy, never kept.
 
 use candid::Principal;
 

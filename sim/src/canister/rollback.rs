@@ -1,5 +1,4 @@
-//! Running an entry point: its effects are committed, or, if it traps,
-//! dropped and its memories rolled back.
+//! Running an entry point: commit its effects, or drop them and roll back.
 
 use wasmi::Store;
 

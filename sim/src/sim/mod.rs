@@ -1,6 +1,7 @@
-//! Subnets, rounds and message routing, behind an API shaped like
-//! PocketIC's: create canisters on subnets, install code, submit ingress
-//! messages, `tick()`, read their status.
+//! The simulated IC's API, shaped like PocketIC's.
+//!
+//! Create canisters on subnets, install code, submit ingress messages,
+//! `tick()`, read their status.
 
 use candid::Principal;
 use std::collections::BTreeMap;

@@ -1,5 +1,4 @@
-//! Between canisters and subnets: where an execution's outputs go, and
-//! what a message to a canister that does not exist gets.
+//! Routing between canisters and subnets, and answers for missing canisters.
 
 use candid::Principal;
 use std::collections::BTreeSet;

@@ -1,4 +1,4 @@
-//! Host functions that make calls: `call_new` to `call_perform`, and their price.
+//! Host functions that make calls, `call_new` to `call_perform`.
 
 use candid::Principal;
 

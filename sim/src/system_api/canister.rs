@@ -1,4 +1,4 @@
-//! Host functions about the canister itself: id, balances, status, controllers, environment variables.
+//! Host functions about the canister: id, balances, controllers, variables.
 
 use candid::Principal;
 

@@ -1,5 +1,4 @@
-//! The `ic0` import module: every host function registered with the entry
-//! kinds that may call it, and a trapping stand-in for any other import.
+//! The `ic0` import module: host functions registered with their contexts.
 
 use std::collections::BTreeSet;
 use wasmi::{Engine, Error, IntoFunc, Linker, Module, Val};
@@ -120,4 +119,35 @@ pub fn linker(engine: &Engine, module: &Module) -> Result<Linker<SystemState>, W
             .map_err(|e| WasmError::Link(e.to_string()))?;
     }
     Ok(linker)
+}
+
+#[cfg(test)]
+mod tests {
+    use candid::Principal;
+
+    use super::*;
+    use crate::system_api::{ApiLimits, CanisterTrap, Effects, Execution, MessageContext};
+
+    fn running(kind: EntryKind) -> SystemState {
+        let id = Principal::anonymous();
+        let mut state = SystemState::new(id, vec![], 0, ApiLimits { queue_capacity: 1 });
+        let context = MessageContext::new(kind, id, String::new(), vec![], 0);
+        state.exec = Some(Execution { context, effects: Effects::default() });
+        state
+    }
+
+    fn trap_message(result: Result<(), Error>) -> String {
+        result.unwrap_err().downcast_ref::<CanisterTrap>().expect("a trap").0.clone()
+    }
+
+    #[test]
+    fn a_function_traps_outside_its_contexts() {
+        let updates = Contexts::only(&[EntryKind::Update]);
+        assert!(updates.check(&running(EntryKind::Update), "call_new").is_ok());
+        let refused = updates.check(&running(EntryKind::Init), "call_new");
+        assert_eq!(trap_message(refused), "call_new cannot be called in Init");
+        let refused = updates.refusing_with("not here").check(&running(EntryKind::Query), "f");
+        assert_eq!(trap_message(refused), "not here");
+        assert!(Contexts::ANY.check(&running(EntryKind::Init), "time").is_ok());
+    }
 }

@@ -1,5 +1,4 @@
-//! Reading and writing the canister's linear memory from host functions;
-//! every write is recorded on the tape.
+//! Memory helpers: host functions read and write linear memory (on the tape).
 
 use wasmi::{Error, Memory};
 

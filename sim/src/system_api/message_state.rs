@@ -1,5 +1,4 @@
-//! The running message's state: what it reads ([`MessageContext`]) and
-//! what it did so far ([`Effects`]).
+//! Message state: what a running message reads and what it did so far.
 
 use candid::Principal;
 use std::collections::BTreeMap;

@@ -1,5 +1,6 @@
-//! The `ic0` system API: host functions over a canister's [`SystemState`]
-//! that read the running message's [`MessageContext`] and write its
+//! The `ic0` system API: host functions over a canister's [`SystemState`].
+//!
+//! They read the running message's [`MessageContext`] and write its
 //! [`Effects`], which the canister commits only if the message does not
 //! trap. Signatures are those of the `ic0` crate ic-cdk uses (wasm32:
 //! `usize` is `i32`).
@@ -51,7 +52,7 @@ impl From<CanisterTrap> for Error {
 }
 
 fn trap<T>(message: impl Into<String>) -> Result<T, Error> {
-    Err(Error::host(CanisterTrap(message.into())))
+    Err(CanisterTrap(message.into()).into())
 }
 
 /// The parameters of the model that the system API needs.
@@ -69,6 +70,7 @@ pub struct SystemState {
     pub balance: u128,
     /// Cycles the canister must keep (its freezing threshold).
     pub freezing_reserve: u128,
+    /// Written at once by host functions; its undo log rolls a trap back.
     pub stable: StableMemory,
     /// Requests in flight per callee: performed and not yet answered by a
     /// consumed response.
@@ -78,6 +80,8 @@ pub struct SystemState {
     pub limits: ApiLimits,
     pub memory: Option<Memory>,
     pub exec: Option<Execution>,
+    /// What `ic0.debug_print` printed. Not an effect to drop: like the
+    /// replica's canister log, it keeps what trapped executions printed.
     pub debug_log: Vec<String>,
     /// The current message's tape, when recording.
     pub tape: Option<Vec<TapeEvent>>,

@@ -1,4 +1,4 @@
-//! Host functions of the message: its argument, caller and cycles, and its answer.
+//! Host functions of the message: argument, caller, cycles, and its answer.
 
 use crate::message::{Payload, RejectCode};
 use wasmi::Error;

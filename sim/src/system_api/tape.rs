@@ -1,5 +1,4 @@
-//! The tape: what host functions did that the canister can see, recorded
-//! so that a committed execution can be replayed exactly.
+//! The tape: what host functions showed the canister, to replay it exactly.
 
 use wasmi::Error;
 
