@@ -9,7 +9,8 @@
 //!     cargo bench -p sim --bench overhead
 
 use candid::{Principal, decode_one, encode_one};
-use sim::{FloorCanister, Sim};
+use sim::Sim;
+use sim::bench::{FloorCanister, Traced, Tracing};
 use std::time::{Duration, Instant};
 
 const REPEAT: usize = 5;

@@ -1,5 +1,4 @@
-//! A canister's code: the compiled module, its instances, and running one
-//! entry point with an instruction limit.
+//! A canister's code: the compiled module, its instances, running an entry point.
 //!
 //! An instance runs either live, against the system API, or in playback,
 //! where every `ic0` import answers from a recorded tape (see
@@ -14,7 +13,7 @@ use wasmi::{
     Store, Table, TrapCode, Val, ValType,
 };
 
-use crate::module::{self, MEMORY_EXPORT, TABLE_EXPORT};
+use crate::module::{self, MEMORY_EXPORT, TABLE_EXPORT, WasmError};
 use crate::system_api::{self, CanisterTrap, SystemState, TapeEvent};
 
 /// A module compiled once and instantiable on any canister.
@@ -29,14 +28,13 @@ pub struct CompiledModule {
 
 impl CompiledModule {
     /// Rewrites the exports (see [`module`]), validates and compiles.
-    pub fn compile(engine: &Engine, wasm: &[u8]) -> Result<Self, String> {
+    pub fn compile(engine: &Engine, wasm: &[u8]) -> Result<Self, WasmError> {
         let rewritten = module::rewrite(wasm)?;
         let module =
-            Module::new(engine, &rewritten.wasm[..]).map_err(|e| format!("invalid wasm module: {e}"))?;
-        let mut linker = system_api::linker(engine);
-        system_api::link_unsupported(&mut linker, &module)?;
+            Module::new(engine, &rewritten.wasm[..]).map_err(|e| WasmError::Invalid(e.to_string()))?;
+        let linker = system_api::linker(engine, &module)?;
         if !rewritten.has_memory {
-            return Err("the module has no memory".into());
+            return Err(WasmError::NoMemory);
         }
         Ok(Self {
             playback_linker: playback_linker(engine, &module)?,
@@ -63,8 +61,8 @@ pub enum Entry {
 /// One committed message execution: enough to run it again exactly.
 #[derive(Clone, Debug)]
 pub struct Recorded {
-    pub entry: Entry,
-    pub tape: Vec<TapeEvent>,
+    pub(crate) entry: Entry,
+    pub(crate) tape: Vec<TapeEvent>,
 }
 
 /// An instance of a [`CompiledModule`] in some store.
@@ -85,11 +83,14 @@ pub struct Snapshot {
 
 impl Code {
     /// A live instance: its imports are the system API.
-    pub fn instantiate(store: &mut Store<SystemState>, module: Rc<CompiledModule>) -> Result<Self, String> {
+    pub fn instantiate(
+        store: &mut Store<SystemState>,
+        module: Rc<CompiledModule>,
+    ) -> Result<Self, WasmError> {
         let instance = module
             .linker
             .instantiate_and_start(&mut *store, &module.module)
-            .map_err(|e| format!("cannot instantiate the module: {e}"))?;
+            .map_err(|e| WasmError::Instantiate(e.to_string()))?;
         let code = Self::from_instance(&*store, module, instance)?;
         store.data_mut().memory = Some(code.memory);
         Ok(code)
@@ -99,11 +100,11 @@ impl Code {
     pub fn instantiate_playback(
         store: &mut Store<Playback>,
         module: Rc<CompiledModule>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, WasmError> {
         let instance = module
             .playback_linker
             .instantiate_and_start(&mut *store, &module.module)
-            .map_err(|e| format!("cannot instantiate the module: {e}"))?;
+            .map_err(|e| WasmError::Instantiate(e.to_string()))?;
         let code = Self::from_instance(&*store, module, instance)?;
         store.data_mut().memory = Some(code.memory);
         Ok(code)
@@ -113,8 +114,8 @@ impl Code {
         store: impl AsContext,
         module: Rc<CompiledModule>,
         instance: Instance,
-    ) -> Result<Self, String> {
-        let memory = instance.get_memory(&store, MEMORY_EXPORT).ok_or("the module has no memory")?;
+    ) -> Result<Self, WasmError> {
+        let memory = instance.get_memory(&store, MEMORY_EXPORT).ok_or(WasmError::NoMemory)?;
         let table = if module.has_table { instance.get_table(&store, TABLE_EXPORT) } else { None };
         let globals = module
             .mutable_globals
@@ -222,7 +223,7 @@ pub fn engine() -> Engine {
 }
 
 /// `wasm`, compiled by [`engine`] once per thread.
-pub fn compile(wasm: &[u8]) -> Result<Rc<CompiledModule>, String> {
+pub fn compile(wasm: &[u8]) -> Result<Rc<CompiledModule>, WasmError> {
     if let Some(module) = MODULES.with(|m| m.borrow().get(wasm).cloned()) {
         return Ok(module);
     }
@@ -249,7 +250,7 @@ pub struct Replayer {
 
 impl Replayer {
     /// A fresh instance of `module`, as a canister has it before `canister_init`.
-    pub fn new(engine: &Engine, module: Rc<CompiledModule>) -> Result<Self, String> {
+    pub fn new(engine: &Engine, module: Rc<CompiledModule>) -> Result<Self, WasmError> {
         let mut store = Store::new(engine, Playback::default());
         let code = Code::instantiate_playback(&mut store, module)?;
         Ok(Self { store, code })
@@ -276,18 +277,21 @@ impl Replayer {
 
 /// A linker whose every `ic0` function plays the tape: it applies the
 /// recorded memory writes and returns the recorded value.
-fn playback_linker(engine: &Engine, module: &Module) -> Result<Linker<Playback>, String> {
+fn playback_linker(engine: &Engine, module: &Module) -> Result<Linker<Playback>, WasmError> {
     let mut linker = Linker::new(engine);
     for import in module.imports() {
         let wasmi::ExternType::Func(ty) = import.ty() else {
-            return Err(format!("import {}.{} is not a function", import.module(), import.name()));
+            return Err(WasmError::NotAFunction {
+                module: import.module().into(),
+                name: import.name().into(),
+            });
         };
         let result_type = ty.results().first().copied();
         linker
             .func_new(import.module(), import.name(), ty.clone(), move |caller, _params, results| {
                 play_host_call(caller, result_type, results)
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| WasmError::Link(e.to_string()))?;
     }
     Ok(linker)
 }

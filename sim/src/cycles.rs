@@ -1,6 +1,7 @@
-//! Cycle prices of a 13-node application subnet, as the replica's
-//! `CyclesAccountManager` computes them (`rs/cycles_account_manager`,
-//! `rs/config/src/subnet_config.rs`).
+//! Cycle prices of a 13-node application subnet.
+//!
+//! As the replica's `CyclesAccountManager` computes them
+//! (`rs/cycles_account_manager`, `rs/config/src/subnet_config.rs`).
 
 /// Base fee of an inter-canister call.
 pub const XNET_CALL_FEE: u128 = 260_000;

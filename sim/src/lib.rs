@@ -1,13 +1,56 @@
-//! A deterministic model of the Internet Computer that executes real
-//! canister wasm: subnets that run in rounds, per-pair queues with 500
-//! request slots, call contexts and callbacks, rollback on trap, cycles.
-//! It is a model, not the replica and not PocketIC: see the README's
-//! "Simulator" section for what it models and what it does not.
+//! A deterministic model of Internet Computer message routing that executes
+//! real canister wasm (on wasmi, with fuel metering).
+//!
+//! What it models: subnets that run in rounds (ascending subnet-id byte
+//! order, each round within an instruction budget); per (caller, callee)
+//! pair queues with 500 request slots, held until the response is
+//! consumed; call contexts that answer exactly once, and callbacks; the
+//! `ic0` system API that ic-cdk uses (any other `ic0` import loads and traps
+//! when called); rollback of a trapping message (linear memory, globals,
+//! stable memory, cycles, its calls and its reply); bounded-wait calls and
+//! their deadlines, the global timer, time that moves per tick; cycles as a
+//! 13-node application subnet prices them; per-canister statistics.
+//!
+//! What it does not: it is neither PocketIC nor the replica. Instructions
+//! are wasmi's fuel, not the replica's count (system calls cost nothing);
+//! there is no deterministic time slicing, no storage or ingress fees, no
+//! memory or message size limits, no dropping of best-effort messages under
+//! load, no scheduling priorities, heartbeats, composite queries or
+//! management canister calls. The README's "Simulator" section has the
+//! details.
+//!
+//! ```
+//! use candid::Principal;
+//! use sim::Sim;
+//!
+//! let wasm = wat::parse_str(
+//!     r#"(module
+//!         (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
+//!         (import "ic0" "msg_reply" (func $reply))
+//!         (memory 1)
+//!         (data (i32.const 0) "hello")
+//!         (func (export "canister_update greet")
+//!             (call $append (i32.const 0) (i32.const 5))
+//!             (call $reply)))"#,
+//! )
+//! .unwrap();
+//! let mut sim = Sim::builder().with_subnet().build();
+//! let controller = Principal::anonymous();
+//! let canister = sim.create_canister(0, vec![controller]).unwrap();
+//! sim.install_canister(canister, &wasm, vec![], controller).unwrap();
+//!
+//! let message = sim.submit_call(canister, controller, "greet", vec![]).unwrap();
+//! assert_eq!(sim.ingress_status(message), None, "inducted at the next round");
+//! sim.tick();
+//! assert_eq!(sim.ingress_status(message), Some(Ok(b"hello".to_vec())));
+//! assert_eq!(sim.stats(canister).unwrap().executions_of("greet"), 1);
+//! ```
+#![warn(missing_docs)]
 
+pub mod bench;
 mod canister;
 mod code;
 mod cycles;
-mod floor;
 mod message;
 mod module;
 mod sim;
@@ -15,9 +58,6 @@ mod stable;
 mod stats;
 mod system_api;
 
-pub use canister::CanisterStatus;
-pub use code::Recorded;
-pub use floor::FloorCanister;
 pub use message::{MessageId, Reject, RejectCode};
 pub use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimBuilder, SimConfig, SimError, UPDATE_CALL_ROUND_LIMIT};
-pub use stats::CanisterStats;
+pub use stats::{CanisterStats, RejectCounts};

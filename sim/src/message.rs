@@ -1,57 +1,21 @@
 //! The IC's message vocabulary: requests, responses, reject codes.
 
 use candid::Principal;
+pub use ic_error_types::RejectCode;
 use std::fmt;
-
-/// Reject codes of the IC interface specification.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RejectCode {
-    SysFatal = 1,
-    SysTransient = 2,
-    DestinationInvalid = 3,
-    CanisterReject = 4,
-    CanisterError = 5,
-    SysUnknown = 6,
-}
-
-impl RejectCode {
-    pub fn from_u32(code: u32) -> Option<Self> {
-        Some(match code {
-            1 => Self::SysFatal,
-            2 => Self::SysTransient,
-            3 => Self::DestinationInvalid,
-            4 => Self::CanisterReject,
-            5 => Self::CanisterError,
-            6 => Self::SysUnknown,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for RejectCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self {
-            Self::SysFatal => "SYS_FATAL",
-            Self::SysTransient => "SYS_TRANSIENT",
-            Self::DestinationInvalid => "DESTINATION_INVALID",
-            Self::CanisterReject => "CANISTER_REJECT",
-            Self::CanisterError => "CANISTER_ERROR",
-            Self::SysUnknown => "SYS_UNKNOWN",
-        };
-        write!(f, "{name} ({})", *self as u32)
-    }
-}
 
 /// A reject: code and message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reject {
+    /// Why, for programs: the interface specification's reject code.
     pub code: RejectCode,
+    /// Why, for people.
     pub message: String,
 }
 
 impl fmt::Display for Reject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
+        write!(f, "{} ({}): {}", self.code, self.code as u32, self.message)
     }
 }
 

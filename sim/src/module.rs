@@ -1,11 +1,42 @@
-//! Loading a canister module the way the replica does: the replica's
-//! instrumentation exports the function table (callbacks are table indices)
-//! and the mutable globals (part of the state a trap must roll back). rustc
-//! exports neither, so the export section is rewritten at load time.
+//! Loading a canister module the way the replica does.
+//!
+//! The replica's instrumentation exports the function table (callbacks are
+//! table indices) and the mutable globals (part of the state a trap must
+//! roll back). rustc exports neither, so the export section is rewritten at
+//! load time.
 
 use std::ops::Range;
 use wasm_encoder::{Encode, ExportKind, ExportSection};
 use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
+
+/// Why a module does not load.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WasmError {
+    #[error("invalid wasm module: {0}")]
+    Invalid(String),
+    /// A section's entries do not parse.
+    #[error("{0}")]
+    Malformed(String),
+    #[error("truncated section header")]
+    TruncatedSectionHeader,
+    #[error("truncated section")]
+    TruncatedSection,
+    #[error("the module has no memory")]
+    NoMemory,
+    #[error("import {module}.{name} is not from ic0: a canister may only import ic0")]
+    ForeignImport { module: String, name: String },
+    #[error("import {module}.{name} is not a function")]
+    NotAFunction { module: String, name: String },
+    /// The linker refused a definition.
+    #[error("{0}")]
+    Link(String),
+    #[error("cannot instantiate the module: {0}")]
+    Instantiate(String),
+}
+
+fn malformed(e: wasmparser::BinaryReaderError) -> WasmError {
+    WasmError::Malformed(e.to_string())
+}
 
 /// The names the rewritten module exports its internals under.
 pub const MEMORY_EXPORT: &str = "__sim_memory";
@@ -29,7 +60,7 @@ const EXPORT_SECTION_ID: u8 = 7;
 /// Sections that come after the export section in a valid module.
 const AFTER_EXPORT: [u8; 5] = [8, 9, 12, 10, 11];
 
-pub fn rewrite(wasm: &[u8]) -> Result<RewrittenModule, String> {
+pub fn rewrite(wasm: &[u8]) -> Result<RewrittenModule, WasmError> {
     let mut imported_globals = 0u32;
     let mut has_memory = false;
     let mut has_table = false;
@@ -37,10 +68,10 @@ pub fn rewrite(wasm: &[u8]) -> Result<RewrittenModule, String> {
     let mut exports = ExportSection::new();
     let mut function_exports = vec![];
     for payload in Parser::new(0).parse_all(wasm) {
-        match payload.map_err(|e| format!("invalid wasm module: {e}"))? {
+        match payload.map_err(|e| WasmError::Invalid(e.to_string()))? {
             Payload::ImportSection(reader) => {
                 for import in reader {
-                    match import.map_err(|e| e.to_string())?.ty {
+                    match import.map_err(malformed)?.ty {
                         TypeRef::Global(_) => imported_globals += 1,
                         TypeRef::Memory(_) => has_memory = true,
                         TypeRef::Table(_) => has_table = true,
@@ -52,14 +83,14 @@ pub fn rewrite(wasm: &[u8]) -> Result<RewrittenModule, String> {
             Payload::TableSection(reader) => has_table |= reader.count() > 0,
             Payload::GlobalSection(reader) => {
                 for (i, global) in reader.into_iter().enumerate() {
-                    if global.map_err(|e| e.to_string())?.ty.mutable {
+                    if global.map_err(malformed)?.ty.mutable {
                         mutable_globals.push(imported_globals + i as u32);
                     }
                 }
             }
             Payload::ExportSection(reader) => {
                 for export in reader {
-                    let export = export.map_err(|e| e.to_string())?;
+                    let export = export.map_err(malformed)?;
                     let kind = match export.kind {
                         ExternalKind::Func => {
                             function_exports.push(export.name.to_string());
@@ -91,7 +122,7 @@ pub fn rewrite(wasm: &[u8]) -> Result<RewrittenModule, String> {
 
 /// Copies every section as it is, but puts `exports` where the export
 /// section is (or belongs, if there was none).
-fn replace_export_section(wasm: &[u8], exports: &ExportSection) -> Result<Vec<u8>, String> {
+fn replace_export_section(wasm: &[u8], exports: &ExportSection) -> Result<Vec<u8>, WasmError> {
     let mut encoded = vec![EXPORT_SECTION_ID];
     exports.encode(&mut encoded);
     let mut out = wasm[..8].to_vec();
@@ -115,17 +146,17 @@ fn replace_export_section(wasm: &[u8], exports: &ExportSection) -> Result<Vec<u8
 }
 
 /// The sections of a module: id and byte range (header included).
-fn sections(wasm: &[u8]) -> Result<Vec<(u8, Range<usize>)>, String> {
+fn sections(wasm: &[u8]) -> Result<Vec<(u8, Range<usize>)>, WasmError> {
     let mut sections = vec![];
     let mut pos = 8;
     while pos < wasm.len() {
         let start = pos;
         let id = wasm[pos];
         pos += 1;
-        let (size, read) = leb_u32(&wasm[pos..]).ok_or("truncated section header")?;
+        let (size, read) = leb_u32(&wasm[pos..]).ok_or(WasmError::TruncatedSectionHeader)?;
         pos += read + size as usize;
         if pos > wasm.len() {
-            return Err("truncated section".into());
+            return Err(WasmError::TruncatedSection);
         }
         sections.push((id, start..pos));
     }

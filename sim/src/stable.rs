@@ -1,10 +1,21 @@
-//! Stable memory with an undo log: every write goes through the system API,
-//! so remembering what it overwrote makes a rollback cost only what the
-//! message wrote, however large the memory is.
+//! Stable memory with an undo log.
+//!
+//! Every write goes through the system API, so remembering what it
+//! overwrote makes a rollback cost only what the message wrote, however
+//! large the memory is.
 
 pub const PAGE_SIZE: u64 = 64 * 1024;
 /// The model's limit (the replica allows hundreds of GiB).
 pub const MAX_PAGES: u64 = 16 * 1024;
+
+/// An access past the end of stable memory.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("stable memory access out of bounds: {offset}+{len} > {size}")]
+pub struct OutOfBounds {
+    offset: u64,
+    len: u64,
+    size: usize,
+}
 
 #[derive(Clone, Default)]
 pub struct StableMemory {
@@ -32,18 +43,18 @@ impl StableMemory {
         }
     }
 
-    fn range(&self, offset: u64, len: u64) -> Result<std::ops::Range<usize>, String> {
+    fn range(&self, offset: u64, len: u64) -> Result<std::ops::Range<usize>, OutOfBounds> {
         match offset.checked_add(len) {
             Some(end) if end <= self.bytes.len() as u64 => Ok(offset as usize..end as usize),
-            _ => Err(format!("stable memory access out of bounds: {offset}+{len} > {}", self.bytes.len())),
+            _ => Err(OutOfBounds { offset, len, size: self.bytes.len() }),
         }
     }
 
-    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, String> {
+    pub fn read(&self, offset: u64, len: u64) -> Result<Vec<u8>, OutOfBounds> {
         Ok(self.bytes[self.range(offset, len)?].to_vec())
     }
 
-    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), String> {
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), OutOfBounds> {
         let range = self.range(offset, data.len() as u64)?;
         // Bytes beyond the checkpoint's size are dropped by truncation instead.
         let checkpoint_end = (self.pages_at_checkpoint * PAGE_SIZE) as usize;

@@ -1,10 +1,38 @@
-//! What the engine saw, per canister: tests compare it with what the
-//! canisters report.
+//! Per-canister statistics: what the engine saw each canister do.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use crate::message::RejectCode;
 
+/// How many rejects arrived, per code, in code order (a map by hand, as
+/// `RejectCode` is not `Ord`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RejectCounts(Vec<(RejectCode, u64)>);
+
+impl RejectCounts {
+    /// The count for `code`; `None` if none arrived.
+    pub fn get(&self, code: &RejectCode) -> Option<&u64> {
+        self.0.iter().find(|(c, _)| c == code).map(|(_, n)| n)
+    }
+
+    pub(crate) fn add(&mut self, code: RejectCode) {
+        let at = self.0.partition_point(|&(c, _)| (c as u32) < code as u32);
+        match self.0.get_mut(at) {
+            Some((c, n)) if *c == code => *n += 1,
+            _ => self.0.insert(at, (code, 1)),
+        }
+    }
+}
+
+impl fmt::Debug for RejectCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.iter().map(|(c, n)| (c, n))).finish()
+    }
+}
+
+/// What the simulator saw one canister do (statistics only: nothing in
+/// the model reads them back).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CanisterStats {
     /// Executions per entry: a method name, `callback`, `cleanup`,
@@ -22,12 +50,13 @@ pub struct CanisterStats {
     /// Calls that `call_perform` refused (returned non-zero).
     pub calls_refused: u64,
     /// Reject responses its callbacks received, by code.
-    pub rejects_received: BTreeMap<RejectCode, u64>,
+    pub rejects_received: RejectCounts,
     /// Cycles charged for calls (the part of the prepayment not refunded).
     pub cycles_consumed: u128,
 }
 
 impl CanisterStats {
+    /// Executions of `entry` (see [`CanisterStats::executed`]).
     pub fn executions_of(&self, entry: &str) -> u64 {
         self.executed.get(entry).copied().unwrap_or(0)
     }

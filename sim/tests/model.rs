@@ -200,7 +200,7 @@ fn only_controllers_manage_canisters() {
         w.sim.upgrade_canister(w.callees[0], &wasm, vec![], stranger),
         w.sim.set_env_var(w.callees[0], stranger, "A", "B"),
     ] {
-        assert!(result.unwrap_err().0.contains("only a controller"));
+        assert!(result.unwrap_err().to_string().contains("only a controller"));
     }
 }
 
@@ -223,7 +223,7 @@ fn garbage_wasm_is_refused_with_a_message() {
     let mut sim = Sim::builder().with_subnet().build();
     let id = sim.create_canister(0, vec![controller()]).unwrap();
     let err = sim.install_canister(id, b"\0asm\x01\0\0\0garbage", vec![], controller()).unwrap_err();
-    assert!(err.0.contains("invalid wasm module"), "{err}");
+    assert!(err.to_string().contains("invalid wasm module"), "{err}");
 }
 
 #[test]
@@ -255,7 +255,7 @@ fn a_failed_upgrade_leaves_the_canister_as_it_was_timer_included() {
     let broken =
         wat::parse_str("(module (memory 1) (func (export \"canister_post_upgrade\") unreachable))").unwrap();
     let err = w.sim.upgrade_canister(w.probe, &broken, vec![], controller()).unwrap_err();
-    assert!(err.0.contains("canister_post_upgrade trapped"), "{err}");
+    assert!(err.to_string().contains("canister_post_upgrade trapped"), "{err}");
     assert_eq!(probe_state(&mut w.sim, w.probe), before);
     run_until_idle(&mut w.sim);
     let timer = w.sim.query_call(w.probe, controller(), "timer", vec![]).unwrap();

@@ -1,0 +1,172 @@
+//! Installing and upgrading code; a failure restores one checkpoint.
+
+use candid::Principal;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use wasmi::{Engine, Memory, Store};
+
+use super::rollback::Installed;
+use super::{Canister, Output};
+use crate::code::{Code, CompiledModule, Entry, Snapshot};
+use crate::message::{CallContextId, Message, Payload, RejectCode};
+use crate::sim::SimError;
+use crate::stable::StableMemory;
+use crate::system_api::{EntryKind, MessageContext, SystemState};
+
+/// How new code arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstallMode {
+    /// Fresh state, `canister_init`.
+    Install,
+    /// `canister_pre_upgrade`, new code, stable memory kept, `canister_post_upgrade`.
+    Upgrade,
+}
+
+/// New code for a canister, and who installs it when, with what argument.
+pub struct Installation {
+    pub module: Rc<CompiledModule>,
+    pub arg: Vec<u8>,
+    pub sender: Principal,
+    pub mode: InstallMode,
+    pub time: u64,
+}
+
+/// What an installation may change, to give back if it fails.
+struct InstallCheckpoint {
+    instance: Option<Snapshot>,
+    stable: StableMemory,
+    memory: Option<Memory>,
+    global_timer: u64,
+    /// The store and code that the new code replaced, once it has.
+    replaced: Option<(Store<SystemState>, Option<Installed>)>,
+}
+
+impl Canister {
+    /// Installs `module`, running `canister_init` or the upgrade hooks. If
+    /// anything traps or fails, the canister is left as it was.
+    pub fn install(&mut self, engine: &Engine, installation: Installation) -> Result<Vec<Output>, SimError> {
+        if installation.mode == InstallMode::Upgrade {
+            if self.code.is_none() {
+                return Err(SimError::NoCodeToUpgrade(self.id));
+            }
+            if !self.call_contexts.is_empty() {
+                return Err(SimError::OpenCallContexts(self.id));
+            }
+        }
+        let mut checkpoint = self.install_checkpoint();
+        if let Err(e) = self.replace_code(&mut checkpoint, engine, installation) {
+            self.restore(checkpoint);
+            return Err(e);
+        }
+        self.store.data_mut().canister_version += 1;
+        // A reinstall ends every open call context: their callers are
+        // told, and the slots their calls held are free.
+        let ids: Vec<CallContextId> = self.call_contexts.keys().copied().collect();
+        let reinstalled = format!("Canister {} was reinstalled", self.id);
+        let mut outputs = vec![];
+        for id in ids {
+            outputs.extend(self.respond(id, Payload::reject(RejectCode::CanisterError, reinstalled.clone())));
+        }
+        self.call_contexts.clear();
+        self.callbacks.clear();
+        self.store.data_mut().in_flight.clear();
+        Ok(outputs)
+    }
+
+    /// Taken before `canister_pre_upgrade`, whose changes are undone too if
+    /// the new code fails.
+    fn install_checkpoint(&self) -> InstallCheckpoint {
+        let state = self.store.data();
+        InstallCheckpoint {
+            instance: self.code.as_ref().map(|c| c.code.snapshot(&self.store)),
+            stable: state.stable.clone(),
+            memory: state.memory,
+            global_timer: state.global_timer,
+            replaced: None,
+        }
+    }
+
+    /// Runs the old code's `canister_pre_upgrade`, puts the new code in a
+    /// fresh store and runs its `canister_init` or `canister_post_upgrade`.
+    fn replace_code(
+        &mut self,
+        checkpoint: &mut InstallCheckpoint,
+        engine: &Engine,
+        installation: Installation,
+    ) -> Result<(), SimError> {
+        let Installation { module, arg, sender, mode, time } = installation;
+        if mode == InstallMode::Upgrade {
+            self.run_hook(EntryKind::PreUpgrade, "canister_pre_upgrade", vec![], sender, time)?;
+        }
+        let mut state = self.take_state();
+        state.memory = None;
+        state.global_timer = 0;
+        if mode == InstallMode::Install {
+            state.stable = Default::default();
+        }
+        let old_store = std::mem::replace(&mut self.store, Store::new(engine, state));
+        checkpoint.replaced = Some((old_store, self.code.take()));
+        let code = Code::instantiate(&mut self.store, module)?;
+        self.code = Some(Installed::new(code, &self.store));
+        match mode {
+            InstallMode::Install => self.run_hook(EntryKind::Init, "canister_init", arg, sender, time),
+            InstallMode::Upgrade => {
+                self.run_hook(EntryKind::PostUpgrade, "canister_post_upgrade", arg, sender, time)
+            }
+        }
+    }
+
+    fn restore(&mut self, checkpoint: InstallCheckpoint) {
+        let InstallCheckpoint { instance, stable, memory, global_timer, replaced } = checkpoint;
+        if let Some((store, code)) = replaced {
+            let state = self.take_state();
+            self.store = store;
+            *self.store.data_mut() = state;
+            self.code = code;
+        }
+        let state = self.store.data_mut();
+        state.stable = stable;
+        state.memory = memory;
+        state.global_timer = global_timer;
+        if let (Some(installed), Some(snapshot)) = (self.code.as_mut(), instance) {
+            installed.code.restore(&mut self.store, &snapshot);
+            installed.checkpoint = snapshot;
+            installed.log.clear();
+        }
+    }
+
+    fn take_state(&mut self) -> SystemState {
+        let placeholder = SystemState::new(self.id, vec![], 0, self.store.data().limits);
+        std::mem::replace(self.store.data_mut(), placeholder)
+    }
+
+    /// Runs an init or upgrade hook if the module exports it; a trap fails
+    /// the installation.
+    fn run_hook(
+        &mut self,
+        kind: EntryKind,
+        export: &'static str,
+        arg: Vec<u8>,
+        caller: Principal,
+        time: u64,
+    ) -> Result<(), SimError> {
+        if !self.exports(export) {
+            return Ok(());
+        }
+        let context = MessageContext::new(kind, caller, String::new(), arg, time);
+        let ran = self.run(Entry::Export(export.into()), context);
+        self.stats.record(export, ran.instructions, ran.outcome.is_err());
+        let effects = ran.outcome.map_err(|trap| SimError::InstallTrapped { hook: export, trap: trap.0 })?;
+        self.commit(effects, None, export, time);
+        Ok(())
+    }
+
+    /// Code and call contexts go; the canister stays (for deletion). Returns
+    /// the messages it had not executed.
+    pub fn uninstall(&mut self) -> VecDeque<Message> {
+        self.code = None;
+        self.call_contexts.clear();
+        self.callbacks.clear();
+        std::mem::take(&mut self.queue)
+    }
+}

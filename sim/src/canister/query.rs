@@ -1,0 +1,54 @@
+//! Queries and `canister_inspect_message`: run on a copy, never kept.
+
+use candid::Principal;
+
+use super::Canister;
+use crate::code::Entry;
+use crate::message::{Payload, Reject, RejectCode};
+use crate::system_api::{Effects, EntryKind, MessageContext};
+
+impl Canister {
+    /// Runs `canister_query <method>` and discards its effects.
+    pub fn query(&mut self, sender: Principal, method: &str, arg: Vec<u8>, time: u64) -> Payload {
+        let export = format!("canister_query {method}");
+        if !self.exports(&export) {
+            let message = format!("Canister {} has no query method '{method}'", self.id);
+            return Payload::reject(RejectCode::CanisterError, message);
+        }
+        let context = MessageContext::new(EntryKind::Query, sender, method.into(), arg, time);
+        match self.run_keeping(Entry::Export(export), context, false).outcome {
+            Err(trap) => {
+                Payload::reject(RejectCode::CanisterError, format!("Error from Canister {}: {trap}", self.id))
+            }
+            Ok(Effects { response: Some(payload), .. }) => payload,
+            Ok(_) => Payload::reject(
+                RejectCode::CanisterError,
+                format!("Canister {} did not produce a response", self.id),
+            ),
+        }
+    }
+
+    /// Whether `canister_inspect_message` accepts an ingress message; a
+    /// canister without one accepts everything.
+    pub fn inspect(
+        &mut self,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+        time: u64,
+    ) -> Result<(), Reject> {
+        if !self.exports("canister_inspect_message") {
+            return Ok(());
+        }
+        let context = MessageContext::new(EntryKind::InspectMessage, sender, method.into(), arg, time);
+        let message = match self
+            .run_keeping(Entry::Export("canister_inspect_message".into()), context, false)
+            .outcome
+        {
+            Err(trap) => format!("canister_inspect_message trapped: {trap}"),
+            Ok(effects) if effects.accepted => return Ok(()),
+            Ok(_) => format!("Canister {} did not accept the message", self.id),
+        };
+        Err(Reject { code: RejectCode::CanisterReject, message })
+    }
+}

@@ -1,0 +1,163 @@
+//! The model's parameters, and the builder that makes a [`Sim`] with them.
+
+use candid::Principal;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::Sim;
+use super::routing::Subnet;
+use crate::bench::Tracing;
+use crate::code;
+
+/// A round's instruction budget and the scheduler's overheads, as in the
+/// replica's `SchedulerConfig` for application subnets
+/// (`rs/config/src/subnet_config.rs`). Instructions here are wasmi's fuel,
+/// which is not the replica's count, so same-subnet round counts are
+/// approximate; cross-subnet ones do not depend on them.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundLimits {
+    /// Instructions one round may execute.
+    pub max_instructions_per_round: u64,
+    /// No message starts once less than this is left of the round.
+    pub max_instructions_per_slice: u64,
+    /// Charged for every message execution.
+    pub overhead_per_execution: u64,
+    /// Charged for every canister that executes in a scheduler iteration.
+    pub overhead_per_canister: u64,
+    /// Charged for every canister on the subnet after each iteration.
+    pub overhead_per_canister_for_finalization: u64,
+}
+
+impl Default for RoundLimits {
+    fn default() -> Self {
+        Self {
+            max_instructions_per_round: 4_000_000_000,
+            max_instructions_per_slice: 2_000_000_000,
+            overhead_per_execution: 2_000_000,
+            overhead_per_canister: 8_000_000,
+            overhead_per_canister_for_finalization: 12_000,
+        }
+    }
+}
+
+/// The model's parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct SimConfig {
+    /// Requests in flight per (caller, callee) pair (`DEFAULT_QUEUE_CAPACITY`).
+    pub queue_capacity: u32,
+    /// IC time at the first round, in ns since the epoch.
+    pub start_time_ns: u64,
+    /// How far time moves per tick (PocketIC: 1 ns).
+    pub time_step_ns: u64,
+    /// Cycles a new canister starts with (PocketIC: 100 T).
+    pub initial_cycles: u128,
+    /// Each round's instruction budget.
+    pub round_limits: RoundLimits,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            queue_capacity: 500,
+            start_time_ns: 1_767_225_600_000_000_000, // 2026-01-01T00:00:00Z
+            time_step_ns: 1,
+            initial_cycles: 100_000_000_000_000,
+            round_limits: RoundLimits::default(),
+        }
+    }
+}
+
+/// One second of IC time: a mainnet-like time step.
+pub const ONE_SECOND_NS: u64 = 1_000_000_000;
+
+/// PocketIC's `update_call` gives up after this many rounds.
+pub const UPDATE_CALL_ROUND_LIMIT: u64 = 100;
+
+/// Builds a [`Sim`] with the given subnets.
+pub struct SimBuilder {
+    pub(super) subnet_ids: Vec<Principal>,
+    pub(super) config: SimConfig,
+    pub(super) tracing: bool,
+}
+
+impl SimBuilder {
+    /// Adds an application subnet with a generated id.
+    pub fn with_subnet(mut self) -> Self {
+        let n = self.subnet_ids.len() as u64;
+        let low = (n as u8).wrapping_mul(37).wrapping_add(11);
+        let mut bytes = [low; 29];
+        // Beyond 256 subnets the higher bytes of n tell the ids apart.
+        for (i, high) in (n >> 8).to_le_bytes().into_iter().enumerate() {
+            bytes[27 - i] ^= high;
+        }
+        bytes[28] = 2;
+        self.subnet_ids.push(Principal::from_slice(&bytes));
+        self
+    }
+
+    /// Adds an application subnet with id `id`.
+    pub fn with_subnet_id(mut self, id: Principal) -> Self {
+        self.subnet_ids.push(id);
+        self
+    }
+
+    /// How far time moves per tick: PocketIC's 1 ns by default,
+    /// [`ONE_SECOND_NS`] for mainnet-like time.
+    pub fn with_time_step(mut self, ns: u64) -> Self {
+        self.config.time_step_ns = ns;
+        self
+    }
+
+    /// Replaces the whole configuration (an earlier `with_time_step` too).
+    pub fn with_config(mut self, config: SimConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The simulator, at time `start_time_ns` with no canisters.
+    pub fn build(self) -> Sim {
+        let mut ids = self.subnet_ids;
+        ids.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
+        ids.dedup();
+        let subnets = ids
+            .into_iter()
+            .map(|id| Subnet {
+                id,
+                canisters: BTreeSet::new(),
+                ingress_pool: vec![],
+                inbound: vec![],
+                next_canister: 0,
+            })
+            .collect();
+        Sim {
+            engine: code::engine(),
+            config: self.config,
+            subnets,
+            canisters: BTreeMap::new(),
+            ingress: BTreeMap::new(),
+            next_message: 0,
+            time: self.config.start_time_ns,
+            ticks: 0,
+            paused_until: BTreeMap::new(),
+            tracing: self.tracing,
+        }
+    }
+}
+
+impl Sim {
+    /// A builder with no subnets and the default configuration.
+    pub fn builder() -> SimBuilder {
+        SimBuilder { subnet_ids: vec![], config: SimConfig::default(), tracing: false }
+    }
+
+    /// The configuration it was built with.
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+}
+
+impl Tracing for SimBuilder {
+    fn with_tracing(mut self) -> Self {
+        self.tracing = true;
+        self
+    }
+}

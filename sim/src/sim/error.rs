@@ -1,0 +1,67 @@
+//! Why a management operation could not be done.
+
+use candid::Principal;
+
+use crate::module::WasmError;
+
+/// A management operation that could not be done.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// No canister has this id (it was never created, or it was deleted).
+    #[error("canister {0} does not exist")]
+    CanisterNotFound(Principal),
+    /// Only controllers may manage a canister.
+    #[error("only a controller of canister {canister} may do this; {sender} is not one")]
+    NotAController {
+        /// The canister to be managed.
+        canister: Principal,
+        /// Who asked.
+        sender: Principal,
+    },
+    /// `create_canister` was given an index past the last subnet.
+    #[error("no subnet {index}: there are {subnets}")]
+    NoSuchSubnet {
+        /// The index asked for.
+        index: usize,
+        /// How many subnets there are.
+        subnets: usize,
+    },
+    /// The module does not load: it is not valid wasm, imports something
+    /// other than `ic0` functions, has no memory, or does not instantiate.
+    #[error("{0}")]
+    InvalidWasm(String),
+    /// `canister_init` or an upgrade hook trapped; the canister is as it was.
+    #[error("{hook} trapped: {trap}")]
+    InstallTrapped {
+        /// The export that trapped, such as `canister_post_upgrade`.
+        hook: &'static str,
+        /// The trap's message.
+        trap: String,
+    },
+    /// An upgrade needs code to upgrade from.
+    #[error("canister {0} has no code to upgrade")]
+    NoCodeToUpgrade(Principal),
+    /// An upgrade needs the canister's call contexts closed.
+    #[error("canister {0} has open call contexts: stop it before upgrading")]
+    OpenCallContexts(Principal),
+    /// Only a stopped canister may be deleted.
+    #[error("canister {0} must be stopped before it is deleted")]
+    NotStopped(Principal),
+    /// Its call contexts did not close within the rounds `stop_canister` waits.
+    #[error("canister {canister} did not stop within {rounds} rounds")]
+    DidNotStop {
+        /// The canister still stopping.
+        canister: Principal,
+        /// How many rounds were waited ([`crate::UPDATE_CALL_ROUND_LIMIT`]).
+        rounds: u64,
+    },
+    /// Traces are only kept by a simulator built `with_tracing` (see [`crate::bench`]).
+    #[error("the simulator was built without tracing")]
+    TracingOff,
+}
+
+impl From<WasmError> for SimError {
+    fn from(e: WasmError) -> Self {
+        SimError::InvalidWasm(e.to_string())
+    }
+}

@@ -1,0 +1,326 @@
+//! The simulated IC's API, shaped like PocketIC's.
+//!
+//! Create canisters on subnets, install code, submit ingress messages,
+//! `tick()`, read their status.
+
+use candid::Principal;
+use std::collections::BTreeMap;
+
+use crate::bench::{Recorded, Traced};
+use crate::canister::{Canister, CanisterStatus, InstallMode, Installation};
+use crate::code;
+use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
+use crate::stats::CanisterStats;
+use crate::system_api::ApiLimits;
+
+mod config;
+mod error;
+mod routing;
+mod scheduler;
+
+pub use config::{ONE_SECOND_NS, RoundLimits, SimBuilder, SimConfig, UPDATE_CALL_ROUND_LIMIT};
+pub use error::SimError;
+use routing::{Subnet, not_found};
+
+enum IngressState {
+    Processing,
+    Completed(Payload),
+}
+
+/// The simulated IC.
+pub struct Sim {
+    engine: wasmi::Engine,
+    config: SimConfig,
+    /// In ascending order of id bytes: the order of a tick.
+    subnets: Vec<Subnet>,
+    canisters: BTreeMap<Principal, Canister>,
+    ingress: BTreeMap<MessageId, IngressState>,
+    next_message: u64,
+    time: u64,
+    ticks: u64,
+    /// Fault injection: canisters that execute nothing before the given tick.
+    paused_until: BTreeMap<Principal, u64>,
+    tracing: bool,
+}
+
+impl Sim {
+    /// Subnet ids in ascending byte order; `create_canister` takes an index into it.
+    pub fn subnets(&self) -> Vec<Principal> {
+        self.subnets.iter().map(|s| s.id).collect()
+    }
+
+    /// IC time now, in ns since the epoch.
+    pub fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// Ticks executed so far.
+    pub fn ticks(&self) -> u64 {
+        self.ticks
+    }
+
+    /// Moves IC time on by `ns` (it stops at the largest time there is).
+    pub fn advance_time(&mut self, ns: u64) {
+        self.time = self.time.saturating_add(ns);
+    }
+
+    /// Fault injection: during the next `ticks` ticks the canister executes
+    /// nothing and nothing is inducted for it: what is sent to it waits in
+    /// the streams (so its bounded-wait calls can time out before their
+    /// responses arrive).
+    pub fn pause_canister(&mut self, id: Principal, ticks: u64) {
+        self.paused_until.insert(id, self.ticks.saturating_add(ticks));
+    }
+
+    fn canister(&self, id: Principal) -> Result<&Canister, SimError> {
+        self.canisters.get(&id).ok_or(SimError::CanisterNotFound(id))
+    }
+
+    fn canister_mut(&mut self, id: Principal) -> Result<&mut Canister, SimError> {
+        self.canisters.get_mut(&id).ok_or(SimError::CanisterNotFound(id))
+    }
+
+    /// For management operations: only controllers may do them.
+    fn controlled(&mut self, id: Principal, sender: Principal) -> Result<&mut Canister, SimError> {
+        let canister = self.canister_mut(id)?;
+        if !canister.system_state().controllers.contains(&sender) {
+            return Err(SimError::NotAController { canister: id, sender });
+        }
+        Ok(canister)
+    }
+
+    /// Creates an empty canister on subnet `subnet` (an index into [`Sim::subnets`]).
+    pub fn create_canister(
+        &mut self,
+        subnet: usize,
+        controllers: Vec<Principal>,
+    ) -> Result<Principal, SimError> {
+        let Some(s) = self.subnets.get_mut(subnet) else {
+            return Err(SimError::NoSuchSubnet { index: subnet, subnets: self.subnets.len() });
+        };
+        // Each subnet allocates from its own range, as on the IC.
+        let index = ((subnet as u64) << 20) + s.next_canister;
+        s.next_canister += 1;
+        let mut bytes = index.to_be_bytes().to_vec();
+        bytes.extend([1, 1]);
+        let id = Principal::from_slice(&bytes);
+        s.canisters.insert(id);
+        let limits = ApiLimits { queue_capacity: self.config.queue_capacity };
+        let canister = Canister::new(
+            &self.engine,
+            id,
+            subnet,
+            controllers,
+            self.config.initial_cycles,
+            limits,
+            self.tracing,
+        );
+        self.canisters.insert(id, canister);
+        Ok(id)
+    }
+
+    /// Installs `wasm` and runs `canister_init(arg)`.
+    pub fn install_canister(
+        &mut self,
+        id: Principal,
+        wasm: &[u8],
+        arg: Vec<u8>,
+        sender: Principal,
+    ) -> Result<(), SimError> {
+        self.install(id, wasm, arg, sender, InstallMode::Install)
+    }
+
+    /// Upgrades to `wasm`, keeping stable memory.
+    pub fn upgrade_canister(
+        &mut self,
+        id: Principal,
+        wasm: &[u8],
+        arg: Vec<u8>,
+        sender: Principal,
+    ) -> Result<(), SimError> {
+        self.install(id, wasm, arg, sender, InstallMode::Upgrade)
+    }
+
+    fn install(
+        &mut self,
+        id: Principal,
+        wasm: &[u8],
+        arg: Vec<u8>,
+        sender: Principal,
+        mode: InstallMode,
+    ) -> Result<(), SimError> {
+        self.controlled(id, sender)?;
+        let module = code::compile(wasm)?;
+        let (engine, time) = (self.engine.clone(), self.time);
+        let canister = self.canisters.get_mut(&id).expect("checked");
+        let subnet = canister.subnet();
+        for output in canister.install(&engine, Installation { module, arg, sender, mode, time })? {
+            self.route(subnet, output);
+        }
+        Ok(())
+    }
+
+    /// Stops the canister: it takes no new calls, and once its open call
+    /// contexts have closed (ticking until they have) it is stopped.
+    pub fn stop_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
+        self.controlled(id, sender)?.stop();
+        for _ in 0..UPDATE_CALL_ROUND_LIMIT {
+            if self.canister(id)?.status() == CanisterStatus::Stopped {
+                return Ok(());
+            }
+            self.tick();
+        }
+        Err(SimError::DidNotStop { canister: id, rounds: UPDATE_CALL_ROUND_LIMIT })
+    }
+
+    /// Starts a stopping or stopped canister: it takes calls again.
+    pub fn start_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
+        self.controlled(id, sender)?.start();
+        Ok(())
+    }
+
+    /// Deletes a stopped canister. Calls to it then fail with DESTINATION_INVALID.
+    pub fn delete_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
+        if self.controlled(id, sender)?.status() != CanisterStatus::Stopped {
+            return Err(SimError::NotStopped(id));
+        }
+        let mut canister = self.canisters.remove(&id).expect("checked");
+        let subnet = canister.subnet();
+        self.subnets[subnet].canisters.remove(&id);
+        for message in canister.uninstall() {
+            self.deliver(subnet, message);
+        }
+        Ok(())
+    }
+
+    /// Sets a canister environment variable (as icp-cli's `PUBLIC_CANISTER_ID:<name>`).
+    pub fn set_env_var(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        name: &str,
+        value: &str,
+    ) -> Result<(), SimError> {
+        self.controlled(id, sender)?.system_state_mut().env_vars.insert(name.into(), value.into());
+        Ok(())
+    }
+
+    /// The cycles a canister must keep: its liquid balance is what lies
+    /// above. (The replica derives this from the freezing threshold in
+    /// seconds and the canister's idle burn rate; the model takes the result.)
+    pub fn set_frozen_reserve_cycles(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        cycles: u128,
+    ) -> Result<(), SimError> {
+        self.controlled(id, sender)?.system_state_mut().freezing_reserve = cycles;
+        Ok(())
+    }
+
+    /// Adds `amount` to the canister's balance (it stops at the largest
+    /// there is); returns the new balance.
+    pub fn add_cycles(&mut self, id: Principal, amount: u128) -> Result<u128, SimError> {
+        let canister = self.canister_mut(id)?;
+        canister.system_state_mut().credit(amount);
+        Ok(canister.system_state().balance)
+    }
+
+    /// The canister's balance in cycles.
+    pub fn cycle_balance(&self, id: Principal) -> Result<u128, SimError> {
+        Ok(self.canister(id)?.system_state().balance)
+    }
+
+    /// What the simulator saw the canister do.
+    pub fn stats(&self, id: Principal) -> Result<&CanisterStats, SimError> {
+        Ok(self.canister(id)?.stats())
+    }
+
+    /// Calls from `caller` to `callee` that hold a request slot: performed,
+    /// and their response not yet consumed.
+    pub fn calls_in_flight(&self, caller: Principal, callee: Principal) -> u32 {
+        self.canisters
+            .get(&caller)
+            .and_then(|c| c.system_state().in_flight.get(&callee).copied())
+            .unwrap_or(0)
+    }
+
+    /// What the canister printed with `ic0.debug_print`.
+    pub fn debug_log(&self, id: Principal) -> Result<&[String], SimError> {
+        Ok(&self.canister(id)?.system_state().debug_log)
+    }
+
+    /// Submits an update call. It is inducted in the next round of the
+    /// canister's subnet. `canister_inspect_message` may refuse it here.
+    pub fn submit_call(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<MessageId, Reject> {
+        let time = self.time;
+        let canister = self.canisters.get_mut(&id).ok_or_else(|| not_found(id))?;
+        canister.inspect(sender, method, arg.clone(), time)?;
+        let message_id = MessageId(self.next_message);
+        self.next_message += 1;
+        let subnet = canister.subnet();
+        let ingress = Ingress { id: message_id, sender, receiver: id, method: method.into(), arg };
+        self.subnets[subnet].ingress_pool.push(Message::Ingress(ingress));
+        self.ingress.insert(message_id, IngressState::Processing);
+        Ok(message_id)
+    }
+
+    /// `None` while the message is being processed.
+    pub fn ingress_status(&self, id: MessageId) -> Option<Result<Vec<u8>, Reject>> {
+        match self.ingress.get(&id)? {
+            IngressState::Processing => None,
+            IngressState::Completed(Payload::Reply(data)) => Some(Ok(data.clone())),
+            IngressState::Completed(Payload::Reject(reject)) => Some(Err(reject.clone())),
+        }
+    }
+
+    /// Submits and ticks until the answer, like PocketIC's `update_call`
+    /// (which gives up after [`UPDATE_CALL_ROUND_LIMIT`] rounds).
+    pub fn update_call(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Vec<u8>, Reject> {
+        let message = self.submit_call(id, sender, method, arg)?;
+        for _ in 0..UPDATE_CALL_ROUND_LIMIT {
+            self.tick();
+            if let Some(outcome) = self.ingress_status(message) {
+                return outcome;
+            }
+        }
+        Err(Reject {
+            code: RejectCode::SysUnknown,
+            message: format!("no answer to {method} after {UPDATE_CALL_ROUND_LIMIT} rounds"),
+        })
+    }
+
+    /// Runs a query; nothing it does is kept.
+    pub fn query_call(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Vec<u8>, Reject> {
+        let time = self.time;
+        let canister = self.canisters.get_mut(&id).ok_or_else(|| not_found(id))?;
+        match canister.query(sender, method, arg, time) {
+            Payload::Reply(data) => Ok(data),
+            Payload::Reject(reject) => Err(reject),
+        }
+    }
+}
+
+impl Traced for Sim {
+    fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError> {
+        self.canister_mut(id)?.take_trace().ok_or(SimError::TracingOff)
+    }
+}

@@ -1,0 +1,67 @@
+//! Routing between canisters and subnets, and answers for missing canisters.
+
+use candid::Principal;
+use std::collections::BTreeSet;
+
+use super::{IngressState, Sim};
+use crate::canister::{Canister, Output};
+use crate::message::{Message, Payload, Reject, RejectCode};
+
+pub(super) struct Subnet {
+    pub(super) id: Principal,
+    pub(super) canisters: BTreeSet<Principal>,
+    /// Ingress messages submitted since the subnet's last round.
+    pub(super) ingress_pool: Vec<Message>,
+    /// Messages from other subnets' streams, inducted at its next round.
+    pub(super) inbound: Vec<Message>,
+    pub(super) next_canister: u64,
+}
+
+impl Sim {
+    /// Sends an output from a canister on `from` to where it goes.
+    pub(super) fn route(&mut self, from: usize, output: Output) {
+        let message = match output {
+            Output::IngressCompleted(id, payload) => {
+                self.ingress.insert(id, IngressState::Completed(payload));
+                return;
+            }
+            Output::Request(request) => Message::Request(request),
+            Output::Response(response) => Message::Response(response),
+        };
+        match self.canisters.get(&message.receiver()).map(Canister::subnet) {
+            Some(to) if to == from => self.deliver(from, message),
+            Some(to) => self.subnets[to].inbound.push(message),
+            // No such canister: induction on `from` answers for it.
+            None => self.deliver(from, message),
+        }
+    }
+
+    /// Puts a message in its receiver's queue, or answers it when the
+    /// receiver does not exist.
+    pub(super) fn deliver(&mut self, subnet: usize, message: Message) {
+        if self.is_paused(&message.receiver()) {
+            self.subnets[subnet].inbound.push(message);
+            return;
+        }
+        if let Some(canister) = self.canisters.get_mut(&message.receiver()) {
+            canister.enqueue(message);
+            return;
+        }
+        match message {
+            Message::Request(r) => {
+                let response = r.rejected(not_found(r.receiver));
+                self.route(subnet, Output::Response(response));
+            }
+            Message::Ingress(m) => {
+                self.ingress.insert(m.id, IngressState::Completed(Payload::Reject(not_found(m.receiver))));
+            }
+            // Nobody is left to execute the callback.
+            Message::Response(_) => {}
+        }
+    }
+}
+
+/// What a message to a canister that does not exist gets.
+pub(super) fn not_found(id: Principal) -> Reject {
+    Reject { code: RejectCode::DestinationInvalid, message: format!("Canister {id} not found") }
+}

@@ -1,0 +1,130 @@
+//! Host functions that make calls, `call_new` to `call_perform`.
+
+use candid::Principal;
+
+use crate::cycles;
+use crate::message::RejectCode;
+use wasmi::Error;
+
+use super::linker::{Contexts, Registry, def};
+use super::memory::{read, read_string, u128_of, write_u128};
+use super::message_state::NewCall;
+use super::{EntryKind, Execution, PerformedCall, SystemState, outside_a_message, trap};
+
+/// The entry kinds that may make calls.
+const MAY_CALL: Contexts = Contexts::only(&[
+    EntryKind::Update,
+    EntryKind::ReplyCallback,
+    EntryKind::RejectCallback,
+    EntryKind::GlobalTimer,
+]);
+
+pub(super) fn register(r: &mut Registry) {
+    def!(r, "call_new" in MAY_CALL, |c: Ctx<'_>,
+                      callee_src: i32,
+                      callee_size: i32,
+                      name_src: i32,
+                      name_size: i32,
+                      reply_fun: i32,
+                      reply_env: i32,
+                      reject_fun: i32,
+                      reject_env: i32|
+     -> Result<(), Error> {
+        let callee = read(&c, callee_src, callee_size)?;
+        let callee =
+            Principal::try_from_slice(&callee).or_else(|_| trap("call_new: callee is not a principal"))?;
+        let method = read_string(&c, name_src, name_size, "call_new: method name")?;
+        c.data_mut().exec()?.effects.new_call = Some(NewCall {
+            callee,
+            method,
+            reply: (reply_fun as u32, reply_env as u32),
+            reject: (reject_fun as u32, reject_env as u32),
+            cleanup: None,
+            arg: vec![],
+            cycles: 0,
+            timeout_seconds: None,
+        });
+        Ok(())
+    });
+    def!(r, "call_on_cleanup", |c: Ctx<'_>, fun: i32, env: i32| -> Result<(), Error> {
+        match c.data_mut().exec()?.effects.new_call.as_mut() {
+            Some(call) if call.cleanup.is_none() => {
+                call.cleanup = Some((fun as u32, env as u32));
+                Ok(())
+            }
+            Some(_) => trap("call_on_cleanup called twice for one call"),
+            None => trap("call_on_cleanup called without call_new"),
+        }
+    });
+    def!(r, "call_data_append", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
+        let bytes = read(&c, src, size)?;
+        match c.data_mut().exec()?.effects.new_call.as_mut() {
+            Some(call) => {
+                call.arg.extend_from_slice(&bytes);
+                Ok(())
+            }
+            None => trap("call_data_append called without call_new"),
+        }
+    });
+    def!(r, "call_with_best_effort_response", |c: Ctx<'_>, timeout: i32| -> Result<(), Error> {
+        match c.data_mut().exec()?.effects.new_call.as_mut() {
+            Some(call) if call.timeout_seconds.is_none() => {
+                call.timeout_seconds = Some((timeout as u32).min(MAX_CALL_TIMEOUT_SECONDS));
+                Ok(())
+            }
+            Some(_) => trap("call_with_best_effort_response called twice for one call"),
+            None => trap("call_with_best_effort_response called without call_new"),
+        }
+    });
+    def!(r, "call_cycles_add128", |c: Ctx<'_>, high: i64, low: i64| -> Result<(), Error> {
+        let amount = u128_of(high, low);
+        let state = c.data_mut();
+        let liquid = state.liquid_balance_seen();
+        let effects = &mut state.exec()?.effects;
+        let Some(call) = effects.new_call.as_mut() else {
+            return trap("call_cycles_add128 called without call_new");
+        };
+        if amount > liquid {
+            return trap(format!(
+                "call_cycles_add128: {amount} cycles is more than the liquid balance {liquid}"
+            ));
+        }
+        call.cycles += amount;
+        effects.cycles_withdrawn += amount;
+        Ok(())
+    });
+    def!(r, "call_perform", |c: Ctx<'_>| -> Result<i32, Error> { call_perform(c.data_mut()) });
+    def!(r, "cost_call", |c: Ctx<'_>, method_len: i64, payload_len: i64, dst: i32| -> Result<(), Error> {
+        write_u128(&mut c, dst, cycles::call_prepayment(method_len as u64, payload_len as u64))
+    });
+}
+
+/// The longest a bounded-wait call may wait.
+pub const MAX_CALL_TIMEOUT_SECONDS: u32 = 300;
+
+/// Returns 0 and keeps the call when a request slot to the callee is free and
+/// the liquid balance covers the prepayment; otherwise returns 2
+/// (SYS_TRANSIENT), gives back the attached cycles, and no callback will run.
+fn call_perform(state: &mut SystemState) -> Result<i32, Error> {
+    let liquid = state.liquid_balance_seen();
+    let SystemState { in_flight, limits, exec, .. } = state;
+    let Some(Execution { effects, .. }) = exec else {
+        return outside_a_message();
+    };
+    let Some(call) = effects.new_call.take() else {
+        return trap("call_perform called without call_new");
+    };
+    let committed = in_flight.get(&call.callee).copied().unwrap_or(0);
+    let taken = committed + effects.slots_taken.get(&call.callee).copied().unwrap_or(0);
+    let prepayment = cycles::call_prepayment(call.method.len() as u64, call.arg.len() as u64);
+    if taken >= limits.queue_capacity || liquid < prepayment {
+        // The attached cycles stay with the caller.
+        effects.cycles_withdrawn -= call.cycles;
+        effects.calls_refused += 1;
+        return Ok(RejectCode::SysTransient as i32);
+    }
+    effects.cycles_withdrawn += prepayment;
+    *effects.slots_taken.entry(call.callee).or_default() += 1;
+    effects.performed.push(PerformedCall { call, prepayment });
+    Ok(0)
+}

@@ -1,0 +1,153 @@
+//! The `ic0` import module: host functions registered with their contexts.
+
+use std::collections::BTreeSet;
+use wasmi::{Engine, Error, IntoFunc, Linker, Module, Val};
+
+use super::{EntryKind, SystemState, calls, canister, debug, msg, outside_a_message, stable, time, trap};
+use crate::module::WasmError;
+
+/// Which entry kinds may call a host function.
+#[derive(Clone, Copy, Debug)]
+pub struct Contexts {
+    /// One bit per [`EntryKind`].
+    kinds: u16,
+    /// What a call from another kind traps with, if not the usual message.
+    refusal: Option<&'static str>,
+}
+
+impl Contexts {
+    /// Any entry kind, and outside a message too: nothing to check.
+    pub const ANY: Self = Self { kinds: u16::MAX, refusal: None };
+
+    pub const fn only(kinds: &[EntryKind]) -> Self {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < kinds.len() {
+            bits |= 1 << kinds[i] as u16;
+            i += 1;
+        }
+        Self { kinds: bits, refusal: None }
+    }
+
+    pub const fn refusing_with(self, message: &'static str) -> Self {
+        Self { refusal: Some(message), ..self }
+    }
+
+    /// Traps unless the running message may call `name`.
+    pub fn check(self, state: &SystemState, name: &str) -> Result<(), Error> {
+        if self.kinds == Self::ANY.kinds {
+            return Ok(());
+        }
+        let Some(exec) = state.exec.as_ref() else {
+            return outside_a_message();
+        };
+        let kind = exec.context.kind;
+        match self.refusal {
+            _ if self.kinds & (1 << kind as u16) != 0 => Ok(()),
+            Some(message) => trap(message),
+            None => trap(format!("{name} cannot be called in {kind:?}")),
+        }
+    }
+}
+
+/// The linker being filled, and the names defined in it so far.
+pub struct Registry {
+    linker: Linker<SystemState>,
+    supported: BTreeSet<&'static str>,
+}
+
+impl Registry {
+    pub fn define<Params, Results>(
+        &mut self,
+        name: &'static str,
+        func: impl IntoFunc<SystemState, Params, Results>,
+    ) {
+        self.linker.func_wrap("ic0", name, func).unwrap_or_else(|e| panic!("defining ic0.{name}: {e}"));
+        self.supported.insert(name);
+    }
+}
+
+/// `def!(r, "name" [in contexts], |c: Ctx<'_>, params..| -> T { body })`
+/// defines `ic0.name` in `r`: it traps outside `contexts` (none given: any),
+/// and records its outcome on the tape.
+macro_rules! def {
+    (@contexts) => { $crate::system_api::linker::Contexts::ANY };
+    (@contexts $contexts:expr) => { $contexts };
+    ($r:ident, $name:literal $(in $contexts:expr)?, |$c:ident : Ctx<'_> $(, $p:ident : $t:ty)* $(,)?| -> $ret:ty $body:block) => {
+        let contexts = def!(@contexts $($contexts)?);
+        $r.define(
+            $name,
+            move |mut $c: $crate::system_api::Ctx<'_> $(, $p: $t)*|
+             -> Result<<$ret as $crate::system_api::tape::HostResult>::Value, wasmi::Error> {
+                contexts.check($c.data(), $name)?;
+                #[allow(clippy::redundant_closure_call)]
+                let result: $ret = (|| $body)();
+                $crate::system_api::tape::HostResult::recorded(result, $c.data_mut())
+            },
+        );
+    };
+}
+pub(super) use def;
+
+/// A linker for `module`: the `ic0` functions this model provides, and for
+/// any other function it imports from `ic0` one that traps with
+/// `ic0.<name> is not supported by the simulator`, so that it still loads.
+pub fn linker(engine: &Engine, module: &Module) -> Result<Linker<SystemState>, WasmError> {
+    let mut r = Registry { linker: Linker::new(engine), supported: BTreeSet::new() };
+    msg::register(&mut r);
+    canister::register(&mut r);
+    calls::register(&mut r);
+    stable::register(&mut r);
+    time::register(&mut r);
+    debug::register(&mut r);
+    let Registry { mut linker, supported } = r;
+    for import in module.imports() {
+        let (module, name) = (import.module().to_string(), import.name().to_string());
+        if module != "ic0" {
+            return Err(WasmError::ForeignImport { module, name });
+        }
+        let wasmi::ExternType::Func(ty) = import.ty() else {
+            return Err(WasmError::NotAFunction { module, name });
+        };
+        if supported.contains(name.as_str()) {
+            continue;
+        }
+        linker
+            .func_new("ic0", import.name(), ty.clone(), move |_c, _params: &[Val], _results: &mut [Val]| {
+                trap(format!("ic0.{name} is not supported by the simulator"))
+            })
+            .map_err(|e| WasmError::Link(e.to_string()))?;
+    }
+    Ok(linker)
+}
+
+#[cfg(test)]
+mod tests {
+    use candid::Principal;
+
+    use super::*;
+    use crate::system_api::{ApiLimits, CanisterTrap, Effects, Execution, MessageContext};
+
+    fn running(kind: EntryKind) -> SystemState {
+        let id = Principal::anonymous();
+        let mut state = SystemState::new(id, vec![], 0, ApiLimits { queue_capacity: 1 });
+        let context = MessageContext::new(kind, id, String::new(), vec![], 0);
+        state.exec = Some(Execution { context, effects: Effects::default() });
+        state
+    }
+
+    fn trap_message(result: Result<(), Error>) -> String {
+        result.unwrap_err().downcast_ref::<CanisterTrap>().expect("a trap").0.clone()
+    }
+
+    #[test]
+    fn a_function_traps_outside_its_contexts() {
+        let updates = Contexts::only(&[EntryKind::Update]);
+        assert!(updates.check(&running(EntryKind::Update), "call_new").is_ok());
+        let refused = updates.check(&running(EntryKind::Init), "call_new");
+        assert_eq!(trap_message(refused), "call_new cannot be called in Init");
+        let refused = updates.refusing_with("not here").check(&running(EntryKind::Query), "f");
+        assert_eq!(trap_message(refused), "not here");
+        assert!(Contexts::ANY.check(&running(EntryKind::Init), "time").is_ok());
+    }
+}

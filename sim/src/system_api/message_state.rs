@@ -1,0 +1,129 @@
+//! Message state: what a running message reads and what it did so far.
+
+use candid::Principal;
+use std::collections::BTreeMap;
+
+use crate::cycles;
+use crate::message::{Payload, RejectCode};
+
+/// A call between `call_new` and `call_perform`.
+#[derive(Clone, Debug)]
+pub struct NewCall {
+    pub callee: Principal,
+    pub method: String,
+    pub reply: (u32, u32),
+    pub reject: (u32, u32),
+    pub cleanup: Option<(u32, u32)>,
+    pub arg: Vec<u8>,
+    pub cycles: u128,
+    pub timeout_seconds: Option<u32>,
+}
+
+/// A call that `call_perform` accepted: on commit it becomes a callback and
+/// a request.
+#[derive(Clone, Debug)]
+pub struct PerformedCall {
+    pub call: NewCall,
+    pub prepayment: u128,
+}
+
+/// What kind of entry point runs; decides which system calls make sense.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    Init,
+    PreUpgrade,
+    PostUpgrade,
+    Update,
+    Query,
+    InspectMessage,
+    ReplyCallback,
+    RejectCallback,
+    Cleanup,
+    GlobalTimer,
+}
+
+/// What a message execution reads: fixed when it starts.
+#[derive(Debug)]
+pub struct MessageContext {
+    pub kind: EntryKind,
+    pub caller: Principal,
+    pub method: String,
+    /// The argument, or the reply data in a reply callback.
+    pub arg: Vec<u8>,
+    /// In a reject callback: the reject (code, message).
+    pub reject: Option<(RejectCode, String)>,
+    /// Whether the call context may answer.
+    pub may_reply: bool,
+    /// Attached cycles that earlier messages of the call context left unaccepted.
+    pub cycles_available: u128,
+    pub cycles_refunded: u128,
+    /// Withdrawn for this execution before it starts: the canister does not see it.
+    pub prepayment: u128,
+    pub time: u64,
+    /// Instructions of the call context before this message.
+    pub call_context_instructions: u64,
+    /// Fuel at the start of the message.
+    pub fuel_limit: u64,
+}
+
+impl MessageContext {
+    pub fn new(kind: EntryKind, caller: Principal, method: String, arg: Vec<u8>, time: u64) -> Self {
+        Self {
+            kind,
+            caller,
+            method,
+            arg,
+            reject: None,
+            may_reply: matches!(
+                kind,
+                EntryKind::Update | EntryKind::Query | EntryKind::ReplyCallback | EntryKind::RejectCallback
+            ),
+            cycles_available: 0,
+            cycles_refunded: 0,
+            prepayment: 0,
+            time,
+            call_context_instructions: 0,
+            fuel_limit: cycles::MAX_INSTRUCTIONS_PER_MESSAGE,
+        }
+    }
+}
+
+/// What a message execution does outside its memories: one commit applies
+/// it, a trap drops it.
+#[derive(Debug, Default)]
+pub struct Effects {
+    pub reply_data: Vec<u8>,
+    pub response: Option<Payload>,
+    pub new_call: Option<NewCall>,
+    pub performed: Vec<PerformedCall>,
+    /// Request slots taken, per callee.
+    pub slots_taken: BTreeMap<Principal, u32>,
+    pub timer: Option<u64>,
+    /// Taken from the balance: attached cycles and call prepayments.
+    pub cycles_withdrawn: u128,
+    /// Attached cycles moved to the balance.
+    pub cycles_accepted: u128,
+    /// `call_perform`s that returned non-zero.
+    pub calls_refused: u64,
+    /// `canister_inspect_message` accepted the message.
+    pub accepted: bool,
+}
+
+/// The running message: what it reads and what it did so far.
+#[derive(Debug)]
+pub struct Execution {
+    pub context: MessageContext,
+    pub effects: Effects,
+}
+
+impl Execution {
+    /// The balance the message sees, given the committed one.
+    pub fn balance(&self, committed: u128) -> u128 {
+        (committed - self.context.prepayment).saturating_add(self.effects.cycles_accepted)
+            - self.effects.cycles_withdrawn
+    }
+
+    pub fn can_reply(&self) -> bool {
+        self.context.may_reply && self.effects.response.is_none()
+    }
+}

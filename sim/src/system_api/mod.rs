@@ -1,0 +1,136 @@
+//! The `ic0` system API: host functions over a canister's [`SystemState`].
+//!
+//! They read the running message's [`MessageContext`] and write its
+//! [`Effects`], which the canister commits only if the message does not
+//! trap. Signatures are those of the `ic0` crate ic-cdk uses (wasm32:
+//! `usize` is `i32`).
+
+mod calls;
+mod canister;
+mod debug;
+mod linker;
+mod memory;
+mod message_state;
+mod msg;
+mod stable;
+mod tape;
+mod time;
+
+use candid::Principal;
+use std::collections::BTreeMap;
+use std::fmt;
+use wasmi::{Caller, Error, Memory};
+
+use crate::stable::{OutOfBounds, StableMemory};
+
+pub use linker::linker;
+pub use message_state::{Effects, EntryKind, Execution, MessageContext, PerformedCall};
+pub use tape::TapeEvent;
+
+/// Why a message stopped early. The message is then rolled back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanisterTrap(pub String);
+
+impl fmt::Display for CanisterTrap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl wasmi::errors::HostError for CanisterTrap {}
+
+impl From<OutOfBounds> for CanisterTrap {
+    fn from(e: OutOfBounds) -> Self {
+        CanisterTrap(e.to_string())
+    }
+}
+
+impl From<CanisterTrap> for Error {
+    fn from(trap: CanisterTrap) -> Self {
+        Error::host(trap)
+    }
+}
+
+fn trap<T>(message: impl Into<String>) -> Result<T, Error> {
+    Err(CanisterTrap(message.into()).into())
+}
+
+/// The parameters of the model that the system API needs.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiLimits {
+    /// Requests in flight per (caller, callee) pair.
+    pub queue_capacity: u32,
+}
+
+/// The part of a canister's state that its code reaches through `ic0`.
+pub struct SystemState {
+    pub id: Principal,
+    pub controllers: Vec<Principal>,
+    pub env_vars: BTreeMap<String, String>,
+    pub balance: u128,
+    /// Cycles the canister must keep (its freezing threshold).
+    pub freezing_reserve: u128,
+    /// Written at once by host functions; its undo log rolls a trap back.
+    pub stable: StableMemory,
+    /// Requests in flight per callee: performed and not yet answered by a
+    /// consumed response.
+    pub in_flight: BTreeMap<Principal, u32>,
+    pub global_timer: u64,
+    pub canister_version: u64,
+    pub limits: ApiLimits,
+    pub memory: Option<Memory>,
+    pub exec: Option<Execution>,
+    /// What `ic0.debug_print` printed. Not an effect to drop: like the
+    /// replica's canister log, it keeps what trapped executions printed.
+    pub debug_log: Vec<String>,
+    /// The current message's tape, when recording.
+    pub tape: Option<Vec<TapeEvent>>,
+}
+
+impl SystemState {
+    pub fn new(id: Principal, controllers: Vec<Principal>, balance: u128, limits: ApiLimits) -> Self {
+        Self {
+            id,
+            controllers,
+            env_vars: BTreeMap::new(),
+            balance,
+            freezing_reserve: 0,
+            stable: StableMemory::default(),
+            in_flight: BTreeMap::new(),
+            global_timer: 0,
+            canister_version: 0,
+            limits,
+            memory: None,
+            exec: None,
+            debug_log: vec![],
+            tape: None,
+        }
+    }
+
+    /// The balance the running message sees (outside one, the committed one).
+    pub fn balance_seen(&self) -> u128 {
+        self.exec.as_ref().map_or(self.balance, |exec| exec.balance(self.balance))
+    }
+
+    pub fn liquid_balance_seen(&self) -> u128 {
+        self.balance_seen().saturating_sub(self.freezing_reserve)
+    }
+
+    /// Adds cycles; a balance stops at the largest there is.
+    pub fn credit(&mut self, cycles: u128) {
+        self.balance = self.balance.saturating_add(cycles);
+    }
+
+    pub fn exec(&mut self) -> Result<&mut Execution, Error> {
+        match self.exec.as_mut() {
+            Some(exec) => Ok(exec),
+            None => outside_a_message(),
+        }
+    }
+}
+
+fn outside_a_message<T>() -> Result<T, Error> {
+    trap("system call outside a message execution")
+}
+
+type Ctx<'a> = Caller<'a, SystemState>;
