@@ -45,7 +45,6 @@
 //! assert_eq!(sim.ingress_status(message), Some(Ok(b"hello".to_vec())));
 //! assert_eq!(sim.stats(canister).unwrap().executions_of("greet"), 1);
 //! ```
-#![warn(missing_docs)]
 
 pub mod bench;
 mod canister;

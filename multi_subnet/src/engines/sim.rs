@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow};
 use candid::Principal;
 use sim::{MessageId, Sim};
 
-use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, RejectCode, TimeStep};
+use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
 
 /// How reports name this engine.
 pub const DESCRIPTION: &str = "sim (this project's simulator: a model of IC message routing running the real canister wasm; not PocketIC)";
@@ -100,13 +100,5 @@ impl Engine for SimEngine {
 }
 
 fn reject(r: sim::Reject) -> Reject {
-    let code = match r.code {
-        sim::RejectCode::SysFatal => RejectCode::SysFatal,
-        sim::RejectCode::SysTransient => RejectCode::SysTransient,
-        sim::RejectCode::DestinationInvalid => RejectCode::DestinationInvalid,
-        sim::RejectCode::CanisterReject => RejectCode::CanisterReject,
-        sim::RejectCode::CanisterError => RejectCode::CanisterError,
-        sim::RejectCode::SysUnknown => RejectCode::SysUnknown,
-    };
-    Reject { code, message: r.message }
+    Reject { code: r.code, message: r.message }
 }
