@@ -33,6 +33,22 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// The example's two comparisons, with rounds and speed-up.
     Compare(EngineArgs),
+    /// Serve this project's simulator behind PocketIC's REST API on 127.0.0.1,
+    /// for the pocket-ic client (`PocketIcBuilder::with_server_url`). It is not PocketIC.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The port to listen on (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+
+    /// Write `<port>` to this file once connections are accepted. It is
+    /// created exclusively: if it exists, another server owns it and this
+    /// one exits at once, successfully (as PocketIC's server does).
+    #[arg(long, value_name = "PATH")]
+    pub port_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +179,7 @@ impl Cli {
             None => self.example.execute(),
             Some(Command::Compare(args)) => compare(args),
             Some(Command::Sweep(args)) => args.execute(),
+            Some(Command::Serve(args)) => args.execute(),
         }
     }
 }
@@ -280,6 +297,24 @@ impl SweepArgs {
             }
         }
         Ok(Output { stdout, failure, fallback_note: resolved.fallback_note })
+    }
+}
+
+impl ServeArgs {
+    /// Serves until the process ends; returns only when another server owns the port file.
+    fn execute(&self) -> Result<Output> {
+        let options = sim_server::Options { port: self.port, port_file: self.port_file.clone() };
+        let served = sim_server::serve_forever(options, |address| {
+            use std::io::Write;
+            println!("{}; listening on http://{address}/", sim_server::DESCRIPTION);
+            let _ = std::io::stdout().flush();
+        })
+        .context("the simulator server failed")?;
+        let stdout = match (&self.port_file, served) {
+            (Some(path), false) => format!("{} exists: another server owns it\n", path.display()),
+            _ => String::new(),
+        };
+        Ok(Output { stdout, ..Output::default() })
     }
 }
 
