@@ -9,7 +9,7 @@ use interface::{MAX_CALLS, Strategy, Wait};
 
 use crate::baseline::{Baseline, Comparison};
 use crate::charts;
-use crate::engines::{Engine, EngineChoice, EngineFactory, TimeStep};
+use crate::engines::{Engine, EngineChoice, EngineFactory, Resolved, TimeStep};
 use crate::report::{ExampleFormat, ExampleReport, Format, SweepReport};
 use crate::scenario::{self, Run, Topology};
 use crate::sweep;
@@ -56,6 +56,17 @@ pub struct EngineArgs {
     /// Which engine runs the canisters.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
+
+    /// A running server of PocketIC's REST API for the PocketIC engine
+    /// (PocketIC's, or `multi_subnet serve`), instead of a server binary.
+    #[arg(long, env = "POCKET_IC_URL", value_name = "URL")]
+    pub pocket_ic_url: Option<url::Url>,
+}
+
+impl EngineArgs {
+    pub fn resolve(&self) -> Result<Resolved> {
+        EngineFactory::resolve(self.engine, self.pocket_ic_url.as_ref())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -188,7 +199,7 @@ impl ExampleArgs {
     /// Runs the example's scenario and renders the report.
     fn execute(&self) -> Result<Output> {
         let topology = Topology::from_subnets(self.subnets);
-        let resolved = EngineFactory::resolve(self.engine.engine)?;
+        let resolved = self.engine.resolve()?;
         let mut engine = resolved.factory.start(topology.subnets(), TimeStep::POCKET_IC)?;
         let runs = example_runs(engine.as_mut(), topology, &self.calls)?;
         let report = ExampleReport { engine: engine.kind(), engine_description: engine.description(), runs };
@@ -215,7 +226,7 @@ fn example_runs(engine: &mut dyn Engine, topology: Topology, calls: &[u64]) -> R
 
 /// The example's comparisons, as it prints them, then what they show.
 fn compare(args: &EngineArgs) -> Result<Output> {
-    let resolved = EngineFactory::resolve(args.engine)?;
+    let resolved = args.resolve()?;
     let mut out = String::new();
     for (topology, calls, title) in [
         (Topology::SameSubnet, &[100, 2000][..], "One subnet, as on a local dfx replica"),
@@ -249,7 +260,7 @@ fn compare(args: &EngineArgs) -> Result<Output> {
 impl SweepArgs {
     /// Runs the sweep on the engine `--engine` resolves to.
     pub fn report(&self) -> Result<SweepReport> {
-        self.report_on(&EngineFactory::resolve(self.engine.engine)?.factory)
+        self.report_on(&self.engine.resolve()?.factory)
     }
 
     /// Runs the sweep (with a progress bar on a terminal).
@@ -274,7 +285,7 @@ impl SweepArgs {
 
     fn execute(&self) -> Result<Output> {
         let baseline = self.compare.as_deref().map(Baseline::load).transpose()?;
-        let resolved = EngineFactory::resolve(self.engine.engine)?;
+        let resolved = self.engine.resolve()?;
         let report = self.report_on(&resolved.factory)?;
         if let Some(dir) = &self.out {
             write_all(&report, dir)?;
