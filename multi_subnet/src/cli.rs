@@ -9,7 +9,7 @@ use interface::{MAX_CALLS, Strategy, Wait};
 
 use crate::baseline::{Baseline, Comparison};
 use crate::charts;
-use crate::engines::{Engine, EngineChoice, EngineFactory, TimeStep};
+use crate::engines::{Engine, EngineChoice, EngineFactory, Resolved, TimeStep};
 use crate::report::{ExampleFormat, ExampleReport, Format, SweepReport};
 use crate::scenario::{self, Run, Topology};
 use crate::sweep;
@@ -33,6 +33,22 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// The example's two comparisons, with rounds and speed-up.
     Compare(EngineArgs),
+    /// Serve this project's simulator behind PocketIC's REST API on 127.0.0.1,
+    /// for the pocket-ic client (`PocketIcBuilder::with_server_url`). It is not PocketIC.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The port to listen on (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+
+    /// Write `<port>` to this file once connections are accepted. It is
+    /// created exclusively: if it exists, another server owns it and this
+    /// one exits at once, successfully (as PocketIC's server does).
+    #[arg(long, value_name = "PATH")]
+    pub port_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -40,6 +56,17 @@ pub struct EngineArgs {
     /// Which engine runs the canisters.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,
+
+    /// A running server of PocketIC's REST API for the PocketIC engine
+    /// (PocketIC's, or `multi_subnet serve`), instead of a server binary.
+    #[arg(long, env = "POCKET_IC_URL", value_name = "URL")]
+    pub pocket_ic_url: Option<url::Url>,
+}
+
+impl EngineArgs {
+    pub fn resolve(&self) -> Result<Resolved> {
+        EngineFactory::resolve(self.engine, self.pocket_ic_url.as_ref())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +190,7 @@ impl Cli {
             None => self.example.execute(),
             Some(Command::Compare(args)) => compare(args),
             Some(Command::Sweep(args)) => args.execute(),
+            Some(Command::Serve(args)) => args.execute(),
         }
     }
 }
@@ -171,7 +199,7 @@ impl ExampleArgs {
     /// Runs the example's scenario and renders the report.
     fn execute(&self) -> Result<Output> {
         let topology = Topology::from_subnets(self.subnets);
-        let resolved = EngineFactory::resolve(self.engine.engine)?;
+        let resolved = self.engine.resolve()?;
         let mut engine = resolved.factory.start(topology.subnets(), TimeStep::POCKET_IC)?;
         let runs = example_runs(engine.as_mut(), topology, &self.calls)?;
         let report = ExampleReport { engine: engine.kind(), engine_description: engine.description(), runs };
@@ -198,7 +226,7 @@ fn example_runs(engine: &mut dyn Engine, topology: Topology, calls: &[u64]) -> R
 
 /// The example's comparisons, as it prints them, then what they show.
 fn compare(args: &EngineArgs) -> Result<Output> {
-    let resolved = EngineFactory::resolve(args.engine)?;
+    let resolved = args.resolve()?;
     let mut out = String::new();
     for (topology, calls, title) in [
         (Topology::SameSubnet, &[100, 2000][..], "One subnet, as on a local dfx replica"),
@@ -232,7 +260,7 @@ fn compare(args: &EngineArgs) -> Result<Output> {
 impl SweepArgs {
     /// Runs the sweep on the engine `--engine` resolves to.
     pub fn report(&self) -> Result<SweepReport> {
-        self.report_on(&EngineFactory::resolve(self.engine.engine)?.factory)
+        self.report_on(&self.engine.resolve()?.factory)
     }
 
     /// Runs the sweep (with a progress bar on a terminal).
@@ -257,7 +285,7 @@ impl SweepArgs {
 
     fn execute(&self) -> Result<Output> {
         let baseline = self.compare.as_deref().map(Baseline::load).transpose()?;
-        let resolved = EngineFactory::resolve(self.engine.engine)?;
+        let resolved = self.engine.resolve()?;
         let report = self.report_on(&resolved.factory)?;
         if let Some(dir) = &self.out {
             write_all(&report, dir)?;
@@ -280,6 +308,24 @@ impl SweepArgs {
             }
         }
         Ok(Output { stdout, failure, fallback_note: resolved.fallback_note })
+    }
+}
+
+impl ServeArgs {
+    /// Serves until the process ends; returns only when another server owns the port file.
+    fn execute(&self) -> Result<Output> {
+        let options = sim_server::Options { port: self.port, port_file: self.port_file.clone() };
+        let served = sim_server::serve_forever(options, |address| {
+            use std::io::Write;
+            println!("{}; listening on http://{address}/", sim_server::DESCRIPTION);
+            let _ = std::io::stdout().flush();
+        })
+        .context("the simulator server failed")?;
+        let stdout = match (&self.port_file, served) {
+            (Some(path), false) => format!("{} exists: another server owns it\n", path.display()),
+            _ => String::new(),
+        };
+        Ok(Output { stdout, ..Output::default() })
     }
 }
 

@@ -53,3 +53,16 @@ fn retries_without_time_passing() {
         "--time-step-ns 0",
     );
 }
+
+/// The server never passes for a PocketIC binary behind POCKET_IC_BIN, and
+/// leaves a port file it does not own to its owner.
+#[test]
+fn serve_is_not_pocket_ic() {
+    let version =
+        Command::new(env!("CARGO_BIN_EXE_multi_subnet")).args(["serve", "--version"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&version.stdout).contains("pocket-ic-server"));
+    let owned = tempfile::NamedTempFile::new().unwrap();
+    let path = owned.path().to_str().unwrap();
+    let (success, _, took) = harness(&["serve", "--port-file", path]);
+    assert!(success && took < Duration::from_secs(10), "exits 0 at once when the port file exists");
+}

@@ -1,58 +1,16 @@
-//! The example's scenarios, written once for any engine. They run on the
-//! simulator here; on PocketIC they need a server, so they are ignored
-//! unless run with `--include-ignored` (scripts/test.sh does that when
-//! POCKET_IC_BIN is set).
+//! The example's scenarios (common/scenarios.rs) on the simulator; on
+//! PocketIC they need a server, so they are ignored unless run with
+//! `--include-ignored` (scripts/test.sh does that when POCKET_IC_BIN is set).
+
+#[path = "common/scenarios.rs"]
+mod scenarios;
 
 use interface::Strategy;
-use multi_subnet::engines::Engine;
-use multi_subnet::engines::pocket_ic::PocketIcEngine;
+use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
 use multi_subnet::engines::pocket_ic_server;
 use multi_subnet::engines::sim::SimEngine;
-use multi_subnet::scenario::{self, CallerSubnet, Deployment, Placement, Run, Topology};
-
-/// The example's "100 vs 2000" on one subnet: everything succeeds except
-/// parallel 2000, which hits the 500-slot queue to the callee.
-const ONE_SUBNET: [(Strategy, u64, u64); 4] = [
-    (Strategy::Sequential, 100, 100),
-    (Strategy::Parallel, 100, 100),
-    (Strategy::Sequential, 2000, 2000),
-    (Strategy::Parallel, 2000, 500),
-];
-
-/// The example's multi-subnet run: 90 calls each way.
-const TWO_SUBNETS: [(Strategy, u64, u64); 2] = [(Strategy::Sequential, 90, 90), (Strategy::Parallel, 90, 90)];
-
-/// Deploys, runs `cases` and checks the successes the caller reports;
-/// `observe` sees each run with the engine (for engine-side checks).
-fn suite<E: Engine>(
-    engine: &mut E,
-    topology: Topology,
-    cases: &[(Strategy, u64, u64)],
-    observe: impl FnMut(&E, &Deployment, &Run),
-) -> Vec<Run> {
-    suite_placed(engine, topology, CallerSubnet::Lower, cases, observe)
-}
-
-fn suite_placed<E: Engine>(
-    engine: &mut E,
-    topology: Topology,
-    caller_subnet: CallerSubnet,
-    cases: &[(Strategy, u64, u64)],
-    mut observe: impl FnMut(&E, &Deployment, &Run),
-) -> Vec<Run> {
-    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
-    let deployment =
-        scenario::deploy_placed(engine, topology, Placement { caller_subnet, callees: 1 }, &wasms)
-            .expect("deploys");
-    let mut runs = vec![];
-    for &(strategy, calls, expected) in cases {
-        let run = scenario::run(engine, &deployment, strategy, calls).expect("the run completes");
-        assert_eq!(run.succeeded, expected, "{strategy:?}({calls}) on {topology:?}");
-        observe(engine, &deployment, &run);
-        runs.push(run);
-    }
-    runs
-}
+use multi_subnet::scenario::{CallerSubnet, Deployment, Run, Topology};
+use scenarios::{ONE_SUBNET, TWO_SUBNETS, rounds, suite, suite_placed};
 
 /// The simulator's own counts agree with what the caller replied: the
 /// callee executed one ping per success, and `call_perform` refused the rest.
@@ -66,10 +24,6 @@ fn agrees_with_the_engine() -> impl FnMut(&SimEngine, &Deployment, &Run) {
         assert_eq!(callee.executions_of("ping"), pings, "pings executed == succeeded");
         assert_eq!(caller.calls_refused, refused, "refused call_performs == calls - succeeded");
     }
-}
-
-fn rounds(runs: &[Run]) -> Vec<u64> {
-    runs.iter().map(|r| r.rounds.0).collect()
 }
 
 #[test]
@@ -106,7 +60,7 @@ fn sim_two_subnets() {
 
 fn pocket_ic(subnets: usize) -> PocketIcEngine {
     let server = pocket_ic_server::find().unwrap_or_else(|e| panic!("{e}"));
-    PocketIcEngine::start(server, subnets).unwrap_or_else(|e| panic!("{e:#}"))
+    PocketIcEngine::start(Server::Binary(server), subnets).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 #[test]

@@ -48,7 +48,7 @@ impl TimeStep {
 pub enum EngineChoice {
     /// PocketIC if a server is available, else the simulator.
     Auto,
-    /// A PocketIC server (POCKET_IC_BIN, or the pocket-ic crate's cached copy); never downloaded.
+    /// A PocketIC server (--pocket-ic-url, POCKET_IC_BIN, or the pocket-ic crate's cached copy); never downloaded.
     PocketIc,
     /// This project's simulator, which runs the real canister wasm on a model of the IC.
     Sim,
@@ -58,7 +58,7 @@ pub enum EngineChoice {
 /// found, or not), then as many instances as a run needs.
 #[derive(Clone, Debug)]
 pub enum EngineFactory {
-    PocketIc(pocket_ic_server::PocketIcServer),
+    PocketIc(pocket_ic::Server),
     Sim,
 }
 
@@ -72,14 +72,17 @@ pub struct Resolved {
 
 impl EngineFactory {
     /// Resolves `choice`. Checked before anything is built: a missing server
-    /// is the common failure.
-    pub fn resolve(choice: EngineChoice) -> Result<Resolved> {
+    /// is the common failure. A server URL, when given, is the PocketIC
+    /// engine's server (the simulator engine has no use for it).
+    pub fn resolve(choice: EngineChoice, pocket_ic_url: Option<&url::Url>) -> Result<Resolved> {
+        let find = || match pocket_ic_url {
+            Some(url) => Ok(pocket_ic::Server::Url(url.clone())),
+            None => pocket_ic_server::find().map(pocket_ic::Server::Binary),
+        };
         let (factory, fallback_note) = match choice {
             EngineChoice::Sim => (Self::Sim, None),
-            EngineChoice::PocketIc => {
-                (Self::PocketIc(pocket_ic_server::find().map_err(anyhow::Error::msg)?), None)
-            }
-            EngineChoice::Auto => match pocket_ic_server::find() {
+            EngineChoice::PocketIc => (Self::PocketIc(find().map_err(anyhow::Error::msg)?), None),
+            EngineChoice::Auto => match find() {
                 Ok(server) => (Self::PocketIc(server), None),
                 Err(why) => (Self::Sim, Some(format!("using the simulator, not PocketIC: {why}"))),
             },

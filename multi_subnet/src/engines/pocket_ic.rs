@@ -1,24 +1,41 @@
-//! The real thing: a PocketIC instance with application subnets.
+//! A PocketIC instance with application subnets, through the pocket-ic
+//! client: on a PocketIC server binary, or on whatever serves PocketIC's
+//! REST API at a URL.
 
 use anyhow::{Context, Result, anyhow};
 use candid::Principal;
 use pocket_ic::common::rest::RawMessageId;
 use pocket_ic::{PocketIc, PocketIcBuilder};
+use url::Url;
 
 use super::pocket_ic_server::PocketIcServer;
 use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, RejectCode, TimeStep};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
 /// How long a PocketIC server may take to start.
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What the client talks to.
+#[derive(Clone, Debug)]
+pub enum Server {
+    /// A PocketIC server binary the client starts.
+    Binary(PocketIcServer),
+    /// A server already running (`--pocket-ic-url`), described by its URL
+    /// alone: it may be PocketIC or `multi_subnet serve`.
+    Url(Url),
+}
+
 /// How reports name this engine.
-pub fn describe(server: &PocketIcServer) -> String {
-    format!("PocketIC server {} ({})", server.version, server.path.display())
+pub fn describe(server: &Server) -> String {
+    match server {
+        Server::Binary(binary) => format!("PocketIC server {} ({})", binary.version, binary.path.display()),
+        Server::Url(url) => format!("the pocket-ic client against the PocketIC REST API at {url}"),
+    }
 }
 
 pub struct PocketIcEngine {
-    server: PocketIcServer,
+    server: Server,
     pic: PocketIc,
     /// Application subnets in ascending id byte order.
     subnets: Vec<Principal>,
@@ -31,12 +48,15 @@ impl PocketIcEngine {
     /// Starts an instance with `subnets` application subnets on `server`.
     /// Uses the blocking client, which runs its own tokio runtime: it must
     /// not be called from inside another runtime.
-    pub fn start(server: PocketIcServer, subnets: usize) -> Result<Self> {
+    pub fn start(server: Server, subnets: usize) -> Result<Self> {
         Self::start_with_time_step(server, subnets, TimeStep::POCKET_IC)
     }
 
-    pub fn start_with_time_step(server: PocketIcServer, subnets: usize, step: TimeStep) -> Result<Self> {
-        let mut builder = PocketIcBuilder::new().with_server_binary(server.path.clone());
+    pub fn start_with_time_step(server: Server, subnets: usize, step: TimeStep) -> Result<Self> {
+        let mut builder = match &server {
+            Server::Binary(binary) => PocketIcBuilder::new().with_server_binary(binary.path.clone()),
+            Server::Url(url) => PocketIcBuilder::new().with_server_url(url.clone()),
+        };
         for _ in 0..subnets {
             builder = builder.with_application_subnet();
         }
@@ -45,12 +65,16 @@ impl PocketIcEngine {
         std::thread::spawn(move || {
             let _ = sender.send(builder.build());
         });
-        let pic = receiver.recv_timeout(SERVER_START_TIMEOUT).map_err(|_| {
-            anyhow!(
-                "the PocketIC server {} did not start within {} s",
-                server.path.display(),
-                SERVER_START_TIMEOUT.as_secs()
-            )
+        let pic = receiver.recv_timeout(SERVER_START_TIMEOUT).map_err(|e| match e {
+            RecvTimeoutError::Timeout => {
+                anyhow!(
+                    "{} did not start an instance within {} s",
+                    describe(&server),
+                    SERVER_START_TIMEOUT.as_secs()
+                )
+            }
+            // The client panics on a server it cannot reach; the panic said why.
+            RecvTimeoutError::Disconnected => anyhow!("{} could not start an instance", describe(&server)),
         })?;
         let mut subnets = pic.topology().get_app_subnets();
         subnets.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));

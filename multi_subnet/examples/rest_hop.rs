@@ -1,0 +1,38 @@
+//! What the REST hop costs: the example's 90 calls each way across two
+//! subnets, on the in-process simulator and through the pocket-ic client
+//! against the simulator served in-process, in one run; prints the ratio
+//! of their wall times (the calls only, not the deployment).
+//! The README gives the command and the figures.
+
+use interface::Strategy;
+use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
+use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::{Engine, TimeStep};
+use multi_subnet::scenario::{self, Topology};
+use std::time::Duration;
+
+const CALLS: u64 = 90;
+
+/// Wall time of sequential then parallel, after deploying.
+fn calls(engine: &mut dyn Engine, wasms: &canister_wasm::CanisterWasms) -> anyhow::Result<Duration> {
+    let deployment = scenario::deploy(engine, Topology::CrossSubnet, wasms)?;
+    let mut wall = Duration::ZERO;
+    for strategy in [Strategy::Sequential, Strategy::Parallel] {
+        wall += scenario::run(engine, &deployment, strategy, CALLS)?.wall;
+    }
+    Ok(wall)
+}
+
+fn main() -> anyhow::Result<()> {
+    let wasms = canister_wasm::caller_and_callee()?;
+    let server = sim_server::Running::start()?;
+    let url = url::Url::parse(&server.url)?;
+    let in_process = calls(&mut SimEngine::start(2), &wasms)?;
+    let served =
+        calls(&mut PocketIcEngine::start_with_time_step(Server::Url(url), 2, TimeStep::POCKET_IC)?, &wasms)?;
+    println!(
+        "{CALLS} calls each way across two subnets: in-process simulator {in_process:.2?}, pocket-ic client + served simulator {served:.2?}: {:.1}x",
+        served.as_secs_f64() / in_process.as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! One instance: a simulator, what PocketIC reports that the simulator
+//! does not keep (controllers, module hashes), and its ingress messages.
+
+use candid::Principal;
+use ic_management_canister_types::CanisterStatusType;
+use pocket_ic::RejectResponse;
+use pocket_ic::common::rest::{RawEffectivePrincipal, RawMessageId, Topology};
+use sim::Sim;
+use std::collections::BTreeMap;
+
+use crate::errors::{self, ApiError};
+use crate::{management, topology};
+
+/// PocketIC's `await_ingress_message` executes at most this many rounds.
+pub const AWAIT_ROUNDS: u64 = sim::UPDATE_CALL_ROUND_LIMIT;
+
+pub type CallResult = Result<Vec<u8>, RejectResponse>;
+
+/// What PocketIC knows about a canister and the simulator does not tell.
+pub struct CanisterInfo {
+    pub subnet: Principal,
+    pub controllers: Vec<Principal>,
+    pub module_hash: Option<Vec<u8>>,
+    pub status: CanisterStatusType,
+}
+
+enum Outcome {
+    /// Executed by the simulator's rounds.
+    InSim(sim::MessageId),
+    /// A management call: done when it was submitted.
+    Done(CallResult),
+}
+
+struct Message {
+    sender: Principal,
+    outcome: Outcome,
+}
+
+pub struct Instance {
+    pub sim: Sim,
+    pub canisters: BTreeMap<Principal, CanisterInfo>,
+    messages: Vec<Message>,
+}
+
+fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
+    Principal::try_from_slice(bytes).map_err(|e| ApiError::bad_request(format!("{what}: {e}")))
+}
+
+impl Instance {
+    pub fn new(sim: Sim) -> Self {
+        Self { sim, canisters: BTreeMap::new(), messages: vec![] }
+    }
+
+    pub fn topology(&self) -> Topology {
+        topology::of(&self.sim.subnets())
+    }
+
+    /// The canister, or the reject a call to a missing one gets.
+    pub fn canister(&self, id: Principal) -> Result<&CanisterInfo, RejectResponse> {
+        self.canisters.get(&id).ok_or_else(|| errors::canister_not_found(id))
+    }
+
+    /// The canister, for an endpoint that PocketIC refuses for a missing one.
+    pub fn existing(&self, id: &[u8]) -> Result<Principal, ApiError> {
+        let id = principal(id, "canister id")?;
+        if !self.canisters.contains_key(&id) {
+            return Err(ApiError::bad_request(format!("CanisterNotFound({id})")));
+        }
+        Ok(id)
+    }
+
+    /// `update/submit_ingress_message`: `Ok(Err)` when the IC refuses it.
+    pub fn submit(
+        &mut self,
+        call: pocket_ic::common::rest::RawCanisterCall,
+    ) -> Result<Result<RawMessageId, RejectResponse>, ApiError> {
+        let sender = principal(&call.sender, "sender")?;
+        let canister = principal(&call.canister_id, "canister id")?;
+        let outcome = if canister == Principal::management_canister() {
+            let result =
+                management::call(self, &call.effective_principal, sender, &call.method, &call.payload)?;
+            Outcome::Done(result)
+        } else {
+            check_effective(&call.effective_principal, canister)?;
+            match self.sim.submit_call(canister, sender, &call.method, call.payload) {
+                Ok(id) => Outcome::InSim(id),
+                Err(reject) => return Ok(Err(errors::from_sim_reject(reject))),
+            }
+        };
+        self.messages.push(Message { sender, outcome });
+        let message_id = (self.messages.len() as u64 - 1).to_be_bytes().to_vec();
+        Ok(Ok(RawMessageId { effective_principal: call.effective_principal, message_id }))
+    }
+
+    fn message(&self, id: &RawMessageId) -> Option<&Message> {
+        let index = u64::from_be_bytes(id.message_id.as_slice().try_into().ok()?);
+        self.messages.get(usize::try_from(index).ok()?)
+    }
+
+    /// `None` while the message is being processed (or is unknown, as PocketIC says).
+    /// `Err(sender)` when `caller` is not who sent it.
+    pub fn status(
+        &self,
+        id: &RawMessageId,
+        caller: Option<Principal>,
+    ) -> Result<Option<CallResult>, Principal> {
+        let Some(message) = self.message(id) else { return Ok(None) };
+        if caller.is_some_and(|caller| caller != message.sender) {
+            return Err(message.sender);
+        }
+        Ok(match &message.outcome {
+            Outcome::Done(result) => Some(result.clone()),
+            Outcome::InSim(id) => {
+                self.sim.ingress_status(*id).map(|outcome| outcome.map_err(errors::from_sim_reject))
+            }
+        })
+    }
+
+    /// `update/await_ingress_message`: rounds until the answer, at most [`AWAIT_ROUNDS`].
+    pub fn await_message(&mut self, id: &RawMessageId) -> Result<CallResult, ApiError> {
+        if self.message(id).is_none() {
+            return Err(ApiError::bad_request(format!("BadIngressMessage(unknown message id {id:?})")));
+        }
+        for round in 0..=AWAIT_ROUNDS {
+            if let Ok(Some(result)) = self.status(id, None) {
+                return Ok(result);
+            }
+            if round < AWAIT_ROUNDS {
+                self.sim.tick();
+            }
+        }
+        Err(ApiError::bad_request(format!(
+            "BadIngressMessage(Failed to answer to ingress {id:?} after {AWAIT_ROUNDS} rounds.)"
+        )))
+    }
+
+    /// `read/query`.
+    pub fn query(&mut self, call: pocket_ic::common::rest::RawCanisterCall) -> Result<CallResult, ApiError> {
+        let sender = principal(&call.sender, "sender")?;
+        let canister = principal(&call.canister_id, "canister id")?;
+        if canister == Principal::management_canister() {
+            return Ok(Err(errors::unsupported(format!("query {} to the management canister", call.method))));
+        }
+        check_effective(&call.effective_principal, canister)?;
+        Ok(self.sim.query_call(canister, sender, &call.method, call.payload).map_err(errors::from_sim_reject))
+    }
+
+    /// `update/set_time`: the simulator's time only moves forward.
+    pub fn set_time(&mut self, ns: u64) -> Result<(), ApiError> {
+        let now = self.sim.time();
+        if ns < now {
+            return Err(ApiError::bad_request(format!(
+                "the simulator's time cannot go back: it is {now} ns, {ns} ns was asked"
+            )));
+        }
+        self.sim.advance_time(ns - now);
+        Ok(())
+    }
+
+    /// The subnet index (ascending id bytes) of a subnet id.
+    pub fn subnet_index(&self, subnet: Principal) -> Option<usize> {
+        self.sim.subnets().iter().position(|&s| s == subnet)
+    }
+}
+
+/// A call to a canister is routed by its effective principal: it must be
+/// the canister itself (or absent).
+fn check_effective(effective: &RawEffectivePrincipal, canister: Principal) -> Result<(), ApiError> {
+    match effective {
+        RawEffectivePrincipal::None => Ok(()),
+        RawEffectivePrincipal::CanisterId(id) if id.as_slice() == canister.as_slice() => Ok(()),
+        other => Err(ApiError::bad_request(format!(
+            "RequestRoutingError(the effective principal {other} does not match the canister {canister})"
+        ))),
+    }
+}

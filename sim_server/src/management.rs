@@ -1,0 +1,321 @@
+//! The management canister (`aaaaa-aa`) methods PocketIC's client calls as
+//! ingress, done on the simulator when they are submitted.
+
+use candid::{CandidType, Decode, Nat, Principal};
+use ic_management_canister_types::{
+    CanisterIdRecord, CanisterInstallMode, CanisterSettings, CanisterStatusResult, CanisterStatusType,
+    DefiniteCanisterSettings, InstallCodeArgs, MemoryMetrics, ProvisionalCreateCanisterWithCyclesArgs,
+    QueryStats, UpdateSettingsArgs,
+};
+use pocket_ic::common::rest::RawEffectivePrincipal;
+use pocket_ic::{ErrorCode, RejectCode, RejectResponse};
+use sha2::{Digest, Sha256};
+use std::io::Read;
+
+use crate::errors::{self, ApiError};
+use crate::instance::{CallResult, CanisterInfo, Instance};
+
+/// Routes a management call. `Err` is an HTTP error (a bad effective
+/// principal), `Ok(Err)` the reject the call gets.
+pub fn call(
+    instance: &mut Instance,
+    effective: &RawEffectivePrincipal,
+    sender: Principal,
+    method: &str,
+    arg: &[u8],
+) -> Result<CallResult, ApiError> {
+    if method == "provisional_create_canister_with_cycles" {
+        return match Decode!(arg, ProvisionalCreateCanisterWithCyclesArgs) {
+            Ok(args) => create(instance, effective, sender, args),
+            Err(e) => Ok(Err(bad_payload(method, e))),
+        };
+    }
+    let result = match method {
+        "install_code" => decode(arg, method).and_then(|args: InstallCodeArgs| {
+            let canister = target(instance, effective, args.canister_id, sender, method)?;
+            install(instance, canister, sender, args)
+        }),
+        "update_settings" => decode(arg, method).and_then(|args: UpdateSettingsArgs| {
+            let canister = target(instance, effective, args.canister_id, sender, method)?;
+            update_settings(instance, canister, sender, args.settings)
+        }),
+        "start_canister" | "stop_canister" | "delete_canister" | "canister_status" | "deposit_cycles" => {
+            decode(arg, method).and_then(|args: CanisterIdRecord| {
+                // Anyone may deposit cycles; the rest is for controllers.
+                let canister = if method == "deposit_cycles" {
+                    instance.canister(args.canister_id).map(|_| args.canister_id)
+                } else {
+                    target(instance, effective, args.canister_id, sender, method)
+                }?;
+                lifecycle(instance, canister, sender, method)
+            })
+        }
+        other => Err(errors::unsupported(format!("management method {other}"))),
+    };
+    Ok(result)
+}
+
+fn bad_payload(method: &str, e: impl std::fmt::Display) -> RejectResponse {
+    errors::reject(
+        RejectCode::CanisterReject,
+        ErrorCode::InvalidManagementPayload,
+        format!("Error decoding candid for method {method}: {e}"),
+    )
+}
+
+fn decode<T: CandidType + for<'a> serde::Deserialize<'a>>(
+    arg: &[u8],
+    method: &str,
+) -> Result<T, RejectResponse> {
+    Decode!(arg, T).map_err(|e| bad_payload(method, e))
+}
+
+fn reply<T: CandidType>(value: T) -> CallResult {
+    Ok(candid::encode_one(value).expect("management replies encode"))
+}
+
+/// The canister a controller-only method acts on: it exists and `sender` controls it.
+fn target(
+    instance: &Instance,
+    effective: &RawEffectivePrincipal,
+    canister: Principal,
+    sender: Principal,
+    method: &str,
+) -> Result<Principal, RejectResponse> {
+    if let RawEffectivePrincipal::CanisterId(id) = effective
+        && id.as_slice() != canister.as_slice()
+    {
+        return Err(errors::reject(
+            RejectCode::CanisterReject,
+            ErrorCode::CanisterNotHostedBySubnet,
+            format!(
+                "the effective canister id {effective} is not the canister {canister} that {method} names"
+            ),
+        ));
+    }
+    if !instance.canister(canister)?.controllers.contains(&sender) {
+        return Err(errors::reject(
+            RejectCode::CanisterError,
+            ErrorCode::CanisterInvalidController,
+            format!(
+                "Only controllers of canister {canister} can call ic00 method {method}; {sender} is not one"
+            ),
+        ));
+    }
+    Ok(canister)
+}
+
+/// `provisional_create_canister_with_cycles`, on the subnet the effective principal names.
+fn create(
+    instance: &mut Instance,
+    effective: &RawEffectivePrincipal,
+    sender: Principal,
+    args: ProvisionalCreateCanisterWithCyclesArgs,
+) -> Result<CallResult, ApiError> {
+    let subnet = match effective {
+        RawEffectivePrincipal::SubnetId(id) => {
+            let id = Principal::try_from_slice(id)
+                .map_err(|e| ApiError::bad_request(format!("subnet id: {e}")))?;
+            instance.subnet_index(id).ok_or_else(|| ApiError::bad_request(format!("SubnetNotFound({id})")))?
+        }
+        RawEffectivePrincipal::CanisterId(id) => {
+            let id = Principal::try_from_slice(id)
+                .map_err(|e| ApiError::bad_request(format!("canister id: {e}")))?;
+            let subnet = instance
+                .topology()
+                .get_subnet(id)
+                .ok_or_else(|| ApiError::bad_request(format!("CanisterNotFound({id})")))?;
+            instance.subnet_index(subnet).expect("the topology lists the simulator's subnets")
+        }
+        RawEffectivePrincipal::None => 0,
+    };
+    if args.specified_id.is_some() {
+        return Ok(Err(errors::unsupported("provisional_create_canister_with_cycles with a specified_id")));
+    }
+    let settings = args.settings.unwrap_or_default();
+    if let Some(field) = unsupported_setting(&settings) {
+        return Ok(Err(errors::unsupported(format!("the canister setting {field}"))));
+    }
+    let initial = instance.sim.config().initial_cycles;
+    let cycles = args.amount.map_or(Ok(initial), |n| u128::try_from(n.0).map_err(|_| ()));
+    let Ok(cycles) = cycles.and_then(|c| if c >= initial { Ok(c) } else { Err(()) }) else {
+        return Ok(Err(errors::unsupported(format!(
+            "creating a canister with fewer than the simulator's {initial} initial cycles"
+        ))));
+    };
+    let controllers = settings.controllers.clone().unwrap_or_else(|| vec![sender]);
+    let id = instance.sim.create_canister(subnet, controllers.clone());
+    let id = match id {
+        Ok(id) => id,
+        Err(e) => return Ok(Err(errors::from_sim_error(e))),
+    };
+    let add = instance.sim.add_cycles(id, cycles - initial).map(|_| ());
+    let env = set_env_vars(instance, id, controllers.first().copied(), &settings);
+    if let Err(e) = add.and(env) {
+        return Ok(Err(errors::from_sim_error(e)));
+    }
+    let subnet = instance.sim.subnets()[subnet];
+    let info = CanisterInfo { subnet, controllers, module_hash: None, status: CanisterStatusType::Running };
+    instance.canisters.insert(id, info);
+    Ok(reply(CanisterIdRecord { canister_id: id }))
+}
+
+/// The first setting the simulator cannot apply: it keeps controllers and
+/// environment variables only.
+fn unsupported_setting(s: &CanisterSettings) -> Option<&'static str> {
+    [
+        ("compute_allocation", s.compute_allocation.is_some()),
+        ("memory_allocation", s.memory_allocation.is_some()),
+        ("freezing_threshold", s.freezing_threshold.is_some()),
+        ("reserved_cycles_limit", s.reserved_cycles_limit.is_some()),
+        ("log_visibility", s.log_visibility.is_some()),
+        ("log_memory_limit", s.log_memory_limit.is_some()),
+        ("snapshot_visibility", s.snapshot_visibility.is_some()),
+        ("wasm_memory_limit", s.wasm_memory_limit.is_some()),
+        ("wasm_memory_threshold", s.wasm_memory_threshold.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(name, set)| set.then_some(name))
+}
+
+fn set_env_vars(
+    instance: &mut Instance,
+    canister: Principal,
+    controller: Option<Principal>,
+    settings: &CanisterSettings,
+) -> Result<(), sim::SimError> {
+    let (Some(vars), Some(controller)) = (&settings.environment_variables, controller) else { return Ok(()) };
+    for var in vars {
+        instance.sim.set_env_var(canister, controller, &var.name, &var.value)?;
+    }
+    Ok(())
+}
+
+/// `install_code` in any mode; gzipped modules are unpacked as the IC does.
+fn install(
+    instance: &mut Instance,
+    canister: Principal,
+    sender: Principal,
+    args: InstallCodeArgs,
+) -> CallResult {
+    let installed = instance.canister(canister)?.module_hash.is_some();
+    if args.mode == CanisterInstallMode::Install && installed {
+        return Err(errors::reject(
+            RejectCode::CanisterError,
+            ErrorCode::CanisterNonEmpty,
+            format!(
+                "Canister {canister} cannot be installed because the canister is not empty. Try installing with mode='reinstall' instead."
+            ),
+        ));
+    }
+    let hash = Sha256::digest(&args.wasm_module).to_vec();
+    let wasm = unpack(args.wasm_module).map_err(|e| {
+        errors::reject(RejectCode::CanisterError, ErrorCode::CanisterInvalidWasm, format!("gzip: {e}"))
+    })?;
+    let done = match args.mode {
+        CanisterInstallMode::Install | CanisterInstallMode::Reinstall => {
+            // The simulator's install replaces code and stable memory: a reinstall.
+            instance.sim.install_canister(canister, &wasm, args.arg, sender)
+        }
+        CanisterInstallMode::Upgrade(_) => instance.sim.upgrade_canister(canister, &wasm, args.arg, sender),
+    };
+    done.map_err(errors::from_sim_error)?;
+    instance.canisters.get_mut(&canister).expect("checked").module_hash = Some(hash);
+    reply(())
+}
+
+fn unpack(module: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    if !module.starts_with(&[0x1f, 0x8b]) {
+        return Ok(module);
+    }
+    let mut wasm = vec![];
+    flate2::read::GzDecoder::new(module.as_slice()).read_to_end(&mut wasm)?;
+    Ok(wasm)
+}
+
+/// Controllers are the simulator's from creation on: it has no call that
+/// changes them, so only settings that keep them are applied.
+fn update_settings(
+    instance: &mut Instance,
+    canister: Principal,
+    sender: Principal,
+    settings: CanisterSettings,
+) -> CallResult {
+    if let Some(field) = unsupported_setting(&settings) {
+        return Err(errors::unsupported(format!("the canister setting {field}")));
+    }
+    if let Some(new) = &settings.controllers {
+        let mut new = new.clone();
+        let mut old = instance.canister(canister)?.controllers.clone();
+        new.sort();
+        old.sort();
+        if new != old {
+            return Err(errors::unsupported("changing a canister's controllers"));
+        }
+    }
+    set_env_vars(instance, canister, Some(sender), &settings).map_err(errors::from_sim_error)?;
+    reply(())
+}
+
+/// `start_canister`, `stop_canister`, `delete_canister`, `canister_status`, `deposit_cycles`.
+fn lifecycle(instance: &mut Instance, canister: Principal, sender: Principal, method: &str) -> CallResult {
+    let sim = &mut instance.sim;
+    let status = match method {
+        "start_canister" => sim.start_canister(canister, sender).map(|()| Some(CanisterStatusType::Running)),
+        "stop_canister" => sim.stop_canister(canister, sender).map(|()| Some(CanisterStatusType::Stopped)),
+        "delete_canister" => {
+            if instance.canister(canister)?.status != CanisterStatusType::Stopped {
+                return Err(errors::reject(
+                    RejectCode::CanisterError,
+                    ErrorCode::CanisterNotStopped,
+                    format!("Canister {canister} must be stopped before it is deleted."),
+                ));
+            }
+            instance.sim.delete_canister(canister, sender).map_err(errors::from_sim_error)?;
+            instance.canisters.remove(&canister);
+            return reply(());
+        }
+        "canister_status" => return status(instance, canister),
+        // An ingress message carries no cycles: it deposits none.
+        _ => Ok(None),
+    };
+    if let Some(status) = status.map_err(errors::from_sim_error)? {
+        instance.canisters.get_mut(&canister).expect("checked").status = status;
+    }
+    reply(())
+}
+
+/// What the server knows; sizes the simulator does not report are 0.
+fn status(instance: &Instance, canister: Principal) -> CallResult {
+    let info = instance.canister(canister)?;
+    let cycles = instance.sim.cycle_balance(canister).map_err(errors::from_sim_error)?;
+    let zero = || Nat::from(0u8);
+    reply(CanisterStatusResult {
+        status: info.status,
+        ready_for_migration: false,
+        version: 0,
+        settings: DefiniteCanisterSettings { controllers: info.controllers.clone(), ..Default::default() },
+        module_hash: info.module_hash.clone(),
+        memory_size: zero(),
+        memory_metrics: MemoryMetrics {
+            wasm_memory_size: zero(),
+            stable_memory_size: zero(),
+            global_memory_size: zero(),
+            wasm_binary_size: zero(),
+            custom_sections_size: zero(),
+            canister_history_size: zero(),
+            wasm_chunk_store_size: zero(),
+            snapshots_size: zero(),
+            log_memory_store_size: zero(),
+        },
+        cycles: Nat::from(cycles),
+        reserved_cycles: zero(),
+        idle_cycles_burned_per_day: zero(),
+        query_stats: QueryStats {
+            num_calls_total: zero(),
+            num_instructions_total: zero(),
+            request_payload_bytes_total: zero(),
+            response_payload_bytes_total: zero(),
+        },
+    })
+}

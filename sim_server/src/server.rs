@@ -1,0 +1,335 @@
+//! The router, and starting it: on a port (`multi_subnet serve`) or on a
+//! thread of its own in-process (tests, measurements).
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+use candid::Principal;
+use pocket_ic::RejectResponse;
+use pocket_ic::common::rest::{
+    CreateInstanceResponse, InstanceConfig, RawAddCycles, RawCanisterCall, RawCanisterId, RawCanisterResult,
+    RawCycles, RawIngressStatusArgs, RawMessageId, RawPrincipalId, RawSubnetId, RawTickConfigs, RawTime,
+    Topology,
+};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+use crate::DESCRIPTION;
+use crate::blobstore::BlobStore;
+use crate::errors::{ApiError, Body};
+use crate::instances::Store;
+
+/// A module and its arguments fit, base64 in JSON, with room to spare
+/// (the client switches to chunked uploads, not supported, above 2 MB).
+const BODY_LIMIT: usize = 64 << 20;
+
+#[derive(Default)]
+struct Server {
+    instances: Store,
+    blobs: BlobStore,
+}
+
+type App = State<Arc<Server>>;
+type Answer<T> = Result<Json<T>, ApiError>;
+
+/// PocketIC answers its routes with and without a trailing slash.
+fn both<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    path: &str,
+    route: MethodRouter<S>,
+) -> Router<S> {
+    router.route(path, route.clone()).route(&format!("{path}/"), route)
+}
+
+fn router() -> Router {
+    let routes: [(&str, MethodRouter<Arc<Server>>); 17] = [
+        ("/instances", get(list).post(create)),
+        ("/instances/{id}", axum::routing::delete(delete)),
+        ("/instances/{id}/read/topology", get(topology)),
+        ("/instances/{id}/_/topology", get(topology)),
+        ("/instances/{id}/read/get_time", get(get_time)),
+        ("/instances/{id}/read/query", post(query)),
+        ("/instances/{id}/read/ingress_status", post(ingress_status)),
+        ("/instances/{id}/read/get_cycles", post(get_cycles)),
+        ("/instances/{id}/read/get_subnet", post(get_subnet)),
+        ("/instances/{id}/read/get_controllers", post(get_controllers)),
+        ("/instances/{id}/update/submit_ingress_message", post(submit)),
+        ("/instances/{id}/update/await_ingress_message", post(await_message)),
+        ("/instances/{id}/update/tick", post(tick)),
+        ("/instances/{id}/update/set_time", post(set_time)),
+        ("/instances/{id}/update/add_cycles", post(add_cycles)),
+        ("/blobstore", post(upload_blob)),
+        ("/blobstore/{id}", get(download_blob)),
+    ];
+    routes
+        .into_iter()
+        .fold(Router::new(), |router, (path, route)| both(router, path, route.fallback(unsupported)))
+        .fallback(unsupported)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(Arc::new(Server::default()))
+}
+
+/// Every other endpoint (and method) says so, naming it.
+async fn unsupported(method: Method, uri: Uri) -> ApiError {
+    ApiError {
+        status: StatusCode::NOT_FOUND,
+        message: format!(
+            "{method} {}: the simulator server does not support this endpoint ({DESCRIPTION})",
+            uri.path()
+        ),
+    }
+}
+
+fn instance_id(id: &str) -> Result<usize, ApiError> {
+    id.parse().map_err(|_| ApiError::bad_request(format!("Instance not found: {id}")))
+}
+
+async fn list(State(server): App) -> Json<Vec<String>> {
+    Json(server.instances.list())
+}
+
+async fn create(
+    State(server): App,
+    Body(config): Body<InstanceConfig>,
+) -> (StatusCode, Json<CreateInstanceResponse>) {
+    match server.instances.create(config).await {
+        Ok((instance_id, topology)) => (
+            StatusCode::CREATED,
+            Json(CreateInstanceResponse::Created { instance_id, topology, http_gateway_info: None }),
+        ),
+        Err(message) => (StatusCode::BAD_REQUEST, Json(CreateInstanceResponse::Error { message })),
+    }
+}
+
+async fn delete(State(server): App, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    let id = instance_id(&id)?;
+    if server.instances.delete(id) { Ok(StatusCode::OK) } else { Err(ApiError::instance_not_found(id)) }
+}
+
+async fn topology(State(server): App, Path(id): Path<String>) -> Answer<Topology> {
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| i.topology()).await?))
+}
+
+async fn get_time(State(server): App, Path(id): Path<String>) -> Answer<RawTime> {
+    let nanos_since_epoch = server.instances.with(instance_id(&id)?, |i| i.sim.time()).await?;
+    Ok(Json(RawTime { nanos_since_epoch }))
+}
+
+async fn set_time(State(server): App, Path(id): Path<String>, Body(time): Body<RawTime>) -> Answer<()> {
+    server.instances.with(instance_id(&id)?, move |i| i.set_time(time.nanos_since_epoch)).await??;
+    Ok(Json(()))
+}
+
+/// Blockmakers only matter to PocketIC's subnet metrics, which the simulator has not.
+async fn tick(State(server): App, Path(id): Path<String>, Body(_): Body<RawTickConfigs>) -> Answer<()> {
+    server.instances.with(instance_id(&id)?, |i| i.sim.tick()).await?;
+    Ok(Json(()))
+}
+
+async fn query(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(call): Body<RawCanisterCall>,
+) -> Answer<RawCanisterResult> {
+    let result = server.instances.with(instance_id(&id)?, move |i| i.query(call)).await??;
+    Ok(Json(result.into()))
+}
+
+async fn submit(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(call): Body<RawCanisterCall>,
+) -> Answer<Result<RawMessageId, RejectResponse>> {
+    Ok(Json(server.instances.with(instance_id(&id)?, move |i| i.submit(call)).await??))
+}
+
+async fn await_message(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(message): Body<RawMessageId>,
+) -> Answer<RawCanisterResult> {
+    let result = server.instances.with(instance_id(&id)?, move |i| i.await_message(&message)).await??;
+    Ok(Json(result.into()))
+}
+
+/// `null` while pending; 403 when asked as someone who did not send it.
+async fn ingress_status(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(args): Body<RawIngressStatusArgs>,
+) -> Answer<Option<RawCanisterResult>> {
+    let caller = args.raw_caller.map(Principal::from);
+    let status =
+        server.instances.with(instance_id(&id)?, move |i| i.status(&args.raw_message_id, caller)).await?;
+    match status {
+        Ok(result) => Ok(Json(result.map(Into::into))),
+        Err(sender) => Err(ApiError {
+            status: StatusCode::FORBIDDEN,
+            message: format!(
+                "The user tries to access Request ID not signed by the caller: sent by {sender}"
+            ),
+        }),
+    }
+}
+
+async fn get_cycles(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(c): Body<RawCanisterId>,
+) -> Answer<RawCycles> {
+    let cycles = server
+        .instances
+        .with(instance_id(&id)?, move |i| {
+            let id = i.existing(&c.canister_id)?;
+            i.sim.cycle_balance(id).map_err(|e| ApiError::bad_request(e.to_string()))
+        })
+        .await??;
+    Ok(Json(RawCycles { cycles }))
+}
+
+async fn add_cycles(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(add): Body<RawAddCycles>,
+) -> Answer<RawCycles> {
+    let cycles = server
+        .instances
+        .with(instance_id(&id)?, move |i| {
+            let id = i.existing(&add.canister_id)?;
+            i.sim.add_cycles(id, add.amount).map_err(|e| ApiError::bad_request(e.to_string()))
+        })
+        .await??;
+    Ok(Json(RawCycles { cycles }))
+}
+
+/// `null` for a canister that does not exist (the client's `canister_exists`).
+async fn get_subnet(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(c): Body<RawCanisterId>,
+) -> Answer<Option<RawSubnetId>> {
+    let subnet = server
+        .instances
+        .with(instance_id(&id)?, move |i| {
+            let id = Principal::try_from_slice(&c.canister_id).ok()?;
+            Some(RawSubnetId::from(i.canisters.get(&id)?.subnet))
+        })
+        .await?;
+    Ok(Json(subnet))
+}
+
+async fn get_controllers(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(c): Body<RawCanisterId>,
+) -> Answer<Vec<RawPrincipalId>> {
+    let controllers = server
+        .instances
+        .with(instance_id(&id)?, move |i| {
+            let id = i.existing(&c.canister_id)?;
+            Ok::<_, ApiError>(i.canisters[&id].controllers.iter().map(|&p| p.into()).collect())
+        })
+        .await??;
+    Ok(Json(controllers))
+}
+
+/// Answers the blob's id as text, as PocketIC does.
+async fn upload_blob(State(server): App, headers: HeaderMap, body: Bytes) -> Result<String, ApiError> {
+    let gzip = headers.get(header::CONTENT_ENCODING).is_some_and(|e| e.as_bytes() == b"gzip");
+    server.blobs.insert(&body, gzip).map_err(|e| ApiError::bad_request(format!("gzip: {e}")))
+}
+
+async fn download_blob(State(server): App, Path(id): Path<String>) -> Response {
+    match server.blobs.get(&id) {
+        Some(blob) => blob.into_response(),
+        None => ApiError { status: StatusCode::NOT_FOUND, message: format!("blob {id} not found") }
+            .into_response(),
+    }
+}
+
+/// Serves on `listener` until `shutdown` resolves. HTTP/1.1 and cleartext
+/// HTTP/2 (prior knowledge), as PocketIC's server.
+pub async fn serve(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router()).with_graceful_shutdown(shutdown).await
+}
+
+/// What `multi_subnet serve` was asked for.
+pub struct Options {
+    pub port: u16,
+    pub port_file: Option<PathBuf>,
+}
+
+/// Serves on 127.0.0.1 until the process ends. `Ok(false)` when the port
+/// file exists: another server owns it, as with PocketIC.
+pub fn serve_forever(options: Options, announce: impl FnOnce(SocketAddr)) -> std::io::Result<bool> {
+    let port_file = match &options.port_file {
+        Some(path) => match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(file) => Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(e),
+        },
+        None => None,
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let listener = TcpListener::bind(("127.0.0.1", options.port)).await?;
+        let address = listener.local_addr()?;
+        announce(address);
+        if let Some(mut file) = port_file {
+            writeln!(file, "{}", address.port())?;
+            file.flush()?;
+        }
+        serve(listener, std::future::pending()).await
+    })?;
+    Ok(true)
+}
+
+/// A server on a thread of its own, with its own runtime (the pocket-ic
+/// blocking client runs another), on 127.0.0.1 and a free port. Dropping
+/// it stops it.
+pub struct Running {
+    pub url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Running {
+    pub fn start() -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
+        let url = format!("http://{}/", listener.local_addr()?);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new().name("sim server".into()).spawn(move || {
+            let runtime =
+                tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            runtime.block_on(async {
+                serve(TcpListener::from_std(listener)?, async {
+                    let _ = stopped.await;
+                })
+                .await
+            })
+        })?;
+        Ok(Self { url, stop: Some(stop), thread: Some(thread) })
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
