@@ -10,6 +10,7 @@ use interface::{MAX_CALLS, Strategy, Wait};
 use crate::baseline::{Baseline, Comparison};
 use crate::charts;
 use crate::engines::{Engine, EngineChoice, EngineFactory, Resolved, TimeStep};
+use crate::profile::{Profile, ProfileArgs};
 use crate::report::{ExampleFormat, ExampleReport, Format, SweepReport};
 use crate::scenario::{self, Run, Topology};
 use crate::sweep;
@@ -85,6 +86,9 @@ pub struct ExampleArgs {
 
     #[command(flatten)]
     pub engine: EngineArgs,
+
+    #[command(flatten)]
+    pub profile: ProfileArgs,
 }
 
 #[derive(Debug, Args)]
@@ -199,9 +203,10 @@ impl ExampleArgs {
     /// Runs the example's scenario and renders the report.
     fn execute(&self) -> Result<Output> {
         let topology = Topology::from_subnets(self.subnets);
+        let profile = self.profile.profile()?;
         let resolved = self.engine.resolve()?;
-        let mut engine = resolved.factory.start(topology.subnets(), TimeStep::POCKET_IC)?;
-        let runs = example_runs(engine.as_mut(), topology, &self.calls)?;
+        let mut engine = resolved.factory.start_profile(topology.subnets(), profile)?;
+        let runs = example_runs(engine.as_mut(), topology, &self.calls, profile)?;
         let report = ExampleReport { engine: engine.kind(), engine_description: engine.description(), runs };
         Ok(Output {
             stdout: report.render(self.format),
@@ -211,14 +216,21 @@ impl ExampleArgs {
     }
 }
 
-/// Sequential then parallel, for each n, on one deployment.
-fn example_runs(engine: &mut dyn Engine, topology: Topology, calls: &[u64]) -> Result<Vec<Run>> {
+/// Sequential then parallel, for each n, on one deployment; what they
+/// would take on mainnet under the mainnet profile.
+fn example_runs(
+    engine: &mut dyn Engine,
+    topology: Topology,
+    calls: &[u64],
+    profile: Profile,
+) -> Result<Vec<Run>> {
     let wasms = canister_wasm::caller_and_callee()?;
     let deployment = scenario::deploy(engine, topology, &wasms)?;
     let mut runs = vec![];
     for &n in calls {
         for strategy in [Strategy::Sequential, Strategy::Parallel] {
-            runs.push(scenario::run(engine, &deployment, strategy, n)?);
+            let run = scenario::run(engine, &deployment, strategy, n)?;
+            runs.push(Run { mainnet_seconds: profile.mainnet_seconds(run.rounds), ..run });
         }
     }
     Ok(runs)
@@ -228,12 +240,15 @@ fn example_runs(engine: &mut dyn Engine, topology: Topology, calls: &[u64]) -> R
 fn compare(args: &EngineArgs) -> Result<Output> {
     let resolved = args.resolve()?;
     let mut out = String::new();
+    // The last comparison's: the example's 90 cross-subnet calls.
+    let mut pocket_ic_rounds = vec![];
     for (topology, calls, title) in [
         (Topology::SameSubnet, &[100, 2000][..], "One subnet, as on a local dfx replica"),
         (Topology::CrossSubnet, &[90][..], "Two subnets, caller and callee apart"),
     ] {
         let mut engine = resolved.factory.start(topology.subnets(), TimeStep::POCKET_IC)?;
-        let runs = example_runs(engine.as_mut(), topology, calls)?;
+        let runs = example_runs(engine.as_mut(), topology, calls, Profile::PocketIc)?;
+        pocket_ic_rounds = runs.iter().map(|r| r.rounds.0).collect();
         let report = ExampleReport { engine: engine.kind(), engine_description: engine.description(), runs };
         if out.is_empty() {
             out += &format!("Engine: {}\n", report.engine_description);
@@ -254,7 +269,41 @@ fn compare(args: &EngineArgs) -> Result<Output> {
             );
         }
     }
+    out += &mainnet_estimate(&pocket_ic_rounds)?;
     Ok(Output { stdout: out, failure: None, fallback_note: resolved.fallback_note })
+}
+
+/// The example's 90 cross-subnet calls under the mainnet profile (on the
+/// simulator, the only engine that has it), beside their PocketIC rounds.
+fn mainnet_estimate(pocket_ic_rounds: &[u64]) -> Result<String> {
+    let Profile::Mainnet { xnet_latency_rounds, round_seconds } = Profile::MAINNET else { unreachable!() };
+    let mut engine = EngineFactory::Sim.start_profile(2, Profile::MAINNET)?;
+    let runs = example_runs(engine.as_mut(), Topology::CrossSubnet, &[90], Profile::MAINNET)?;
+    let [sequential, parallel] = &runs[..] else { unreachable!("one run of each") };
+    let seconds = |run: &Run| run.mainnet_seconds.unwrap_or_default();
+    let mut out = format!(
+        "\nThe same 90 calls as mainnet would take them (simulator; {xnet_latency_rounds} rounds per cross-subnet hop, {round_seconds} s rounds):\n"
+    );
+    out += &format!(
+        "  sequential: {} rounds, about {:.0} s (PocketIC: {} rounds)\n",
+        sequential.rounds.0,
+        seconds(sequential),
+        pocket_ic_rounds[0]
+    );
+    out += &format!(
+        "  parallel: {} rounds, about {:.0} s (PocketIC: {} rounds)\n",
+        parallel.rounds.0,
+        seconds(parallel),
+        pocket_ic_rounds[1]
+    );
+    out += &format!(
+        "  parallel is {:.1}x faster on mainnet ({:.1}x in PocketIC rounds); {} and {} of 90 succeeded\n",
+        seconds(sequential) / seconds(parallel).max(f64::MIN_POSITIVE),
+        pocket_ic_rounds[0] as f64 / pocket_ic_rounds[1].max(1) as f64,
+        sequential.succeeded,
+        parallel.succeeded,
+    );
+    Ok(out)
 }
 
 impl SweepArgs {

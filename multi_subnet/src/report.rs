@@ -45,8 +45,10 @@ impl ExampleReport {
     fn text(&self) -> String {
         let mut out = format!("Engine: {}\n", self.engine_description);
         for run in &self.runs {
+            let mainnet =
+                run.mainnet_seconds.map_or(String::new(), |s| format!(", about {s:.0} s on mainnet"));
             out += &format!(
-                "{} calls: {}/{} successful calls in {:?} ({} rounds)\n",
+                "{} calls: {}/{} successful calls in {:?} ({} rounds{mainnet})\n",
                 sentence_case(run.strategy.name()),
                 run.succeeded,
                 run.calls,
@@ -266,6 +268,7 @@ mod tests {
             succeeded,
             rounds: RoundsToComplete(rounds),
             wall: Duration::from_millis(1500),
+            mainnet_seconds: None,
         };
         ExampleReport {
             engine: EngineKind::PocketIc,

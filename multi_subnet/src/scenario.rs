@@ -141,6 +141,9 @@ pub struct Run {
     pub rounds: RoundsToComplete,
     #[serde(rename = "wall_ms", serialize_with = "as_millis")]
     pub wall: Duration,
+    /// Under the mainnet profile: the rounds times the round's duration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mainnet_seconds: Option<f64>,
 }
 
 fn as_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -161,6 +164,7 @@ pub fn run(engine: &mut dyn Engine, deployment: &Deployment, strategy: Strategy,
         succeeded: answered.reply,
         rounds: answered.rounds,
         wall: answered.wall,
+        mainnet_seconds: None,
     })
 }
 

@@ -66,3 +66,14 @@ fn serve_is_not_pocket_ic() {
     let (success, _, took) = harness(&["serve", "--port-file", path]);
     assert!(success && took < Duration::from_secs(10), "exits 0 at once when the port file exists");
 }
+
+#[test]
+fn the_mainnet_profile_needs_the_simulator_and_its_options_need_the_profile() {
+    let url = ["--engine", "pocket-ic", "--pocket-ic-url", "http://127.0.0.1:9/"];
+    assert_refused(&[&url[..], &["--profile", "mainnet"]].concat(), "--profile mainnet needs the simulator");
+    assert_refused(&["--engine", "sim", "--round-seconds", "2"], "apply to --profile mainnet");
+    assert_refused(
+        &["--engine", "sim", "--profile", "mainnet", "--round-seconds", "nan"],
+        "between 0.001 and 60",
+    );
+}

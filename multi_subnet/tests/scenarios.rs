@@ -6,6 +6,7 @@
 mod scenarios;
 
 use interface::Strategy;
+use multi_subnet::engines::TimeStep;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
 use multi_subnet::engines::pocket_ic_server;
 use multi_subnet::engines::sim::SimEngine;
@@ -55,6 +56,17 @@ fn sim_two_subnets() {
         );
         // Sequential: one round trip per call plus one; parallel: one round trip.
         assert_eq!(rounds(&runs), [91, 2], "caller on the {caller_subnet:?} subnet");
+    }
+}
+
+#[test]
+fn sim_two_subnets_under_the_mainnet_profile() {
+    // Two rounds a hop: ingress in round 1, then each call's request and
+    // response take 2 + 2 rounds, one call after another or all at once.
+    for latency in [1, 2, 3] {
+        let mut engine = SimEngine::start_with(2, TimeStep::ONE_SECOND, latency);
+        let runs = suite(&mut engine, Topology::CrossSubnet, &TWO_SUBNETS, agrees_with_the_engine());
+        assert_eq!(rounds(&runs), [1 + 90 * 2 * latency, 1 + 2 * latency], "latency {latency}");
     }
 }
 

@@ -29,13 +29,18 @@ fn a_tick_runs_subnets_in_byte_order_of_their_ids_not_creation_or_text_order() {
 /// calls C before answering. Returns (tick in which C ran, ticks until A's
 /// answer).
 fn relay(a: usize, b: usize, c: usize) -> (u64, u64) {
+    relay_with_latency(a, b, c, 0)
+}
+
+fn relay_with_latency(a: usize, b: usize, c: usize, xnet_latency_rounds: u64) -> (u64, u64) {
     let ids = three_subnet_ids();
-    let mut sim = Sim::builder().with_subnet_id(ids[0]).with_subnet_id(ids[1]).with_subnet_id(ids[2]).build();
+    let builder = Sim::builder().with_xnet_latency_rounds(xnet_latency_rounds);
+    let mut sim = builder.with_subnet_id(ids[0]).with_subnet_id(ids[1]).with_subnet_id(ids[2]).build();
     let [ca, cb, cc] = [a, b, c].map(|subnet| install(&mut sim, subnet, RELAY));
     let hops = [cb.as_slice(), cc.as_slice()].concat();
     let message = sim.submit_call(ca, controller(), "relay", hops).unwrap();
     let mut c_ran_in = None;
-    for tick in 1..=10 {
+    for tick in 1..=20 {
         sim.tick();
         let seen = sim.query_call(cc, controller(), "calls_seen", vec![]).unwrap();
         if c_ran_in.is_none() && u32_at(&seen, 0) == 1 {
@@ -46,7 +51,7 @@ fn relay(a: usize, b: usize, c: usize) -> (u64, u64) {
             return (c_ran_in.expect("C ran"), tick);
         }
     }
-    panic!("no answer after 10 ticks");
+    panic!("no answer after 20 ticks");
 }
 
 #[test]
@@ -59,6 +64,18 @@ fn a_relay_across_three_subnets_depends_on_their_order() {
     assert_eq!(relay(2, 1, 0), (3, 3));
     // Mixed: A -> B waits, B -> C does not.
     assert_eq!(relay(1, 0, 2), (2, 3));
+}
+
+#[test]
+fn with_an_xnet_latency_every_hop_takes_that_many_rounds_whatever_the_order() {
+    // Ingress runs A in tick 1; each of the four hops (A -> B -> C and the
+    // two responses back) is inducted `latency` ticks after it was sent.
+    for latency in [1, 2, 3] {
+        for (a, b, c) in [(0, 1, 2), (2, 1, 0), (1, 0, 2)] {
+            let expected = (1 + 2 * latency, 1 + 4 * latency);
+            assert_eq!(relay_with_latency(a, b, c, latency), expected, "latency {latency}, order {a}{b}{c}");
+        }
+    }
 }
 
 #[test]

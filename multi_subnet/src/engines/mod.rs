@@ -6,6 +6,8 @@ pub mod pocket_ic_server;
 pub mod sim;
 
 use anyhow::Result;
+
+use crate::profile::Profile;
 use candid::Principal;
 pub use ic_error_types::RejectCode;
 use serde::Serialize;
@@ -101,6 +103,22 @@ impl EngineFactory {
         match self {
             Self::PocketIc(server) => pocket_ic::describe(server),
             Self::Sim => sim::DESCRIPTION.into(),
+        }
+    }
+
+    /// A fresh IC with `subnets` application subnets whose rounds follow
+    /// `profile`. Only the simulator can follow mainnet's.
+    pub fn start_profile(&self, subnets: usize, profile: Profile) -> Result<Box<dyn Engine>> {
+        match (self, profile) {
+            (Self::Sim, _) => Ok(Box::new(sim::SimEngine::start_with(
+                subnets,
+                profile.time_step(),
+                profile.xnet_latency_rounds(),
+            ))),
+            (Self::PocketIc(_), Profile::PocketIc) => self.start(subnets, profile.time_step()),
+            (Self::PocketIc(_), Profile::Mainnet { .. }) => anyhow::bail!(
+                "--profile mainnet needs the simulator (--engine sim): PocketIC inducts every cross-subnet message at the next round"
+            ),
         }
     }
 

@@ -23,7 +23,13 @@ impl SimEngine {
     }
 
     pub fn start_with_time_step(subnets: usize, step: TimeStep) -> Self {
-        let mut builder = Sim::builder().with_time_step(step.0);
+        Self::start_with(subnets, step, 0)
+    }
+
+    /// With `xnet_latency_rounds` between sending a message to another
+    /// subnet and its induction (see `sim::SimConfig`).
+    pub fn start_with(subnets: usize, step: TimeStep, xnet_latency_rounds: u64) -> Self {
+        let mut builder = Sim::builder().with_time_step(step.0).with_xnet_latency_rounds(xnet_latency_rounds);
         for _ in 0..subnets {
             builder = builder.with_subnet();
         }

@@ -1,7 +1,7 @@
 //! The model's parameters, and the builder that makes a [`Sim`] with them.
 
 use candid::Principal;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::Sim;
 use super::routing::Subnet;
@@ -52,6 +52,13 @@ pub struct SimConfig {
     pub initial_cycles: u128,
     /// Each round's instruction budget.
     pub round_limits: RoundLimits,
+    /// Rounds between the round that sends a message to another subnet and
+    /// the first round that may induct it. 0 is PocketIC's behaviour: the
+    /// receiving subnet inducts it at its next round, in the same tick if it
+    /// runs later in it. On mainnet a message waits for its subnet to
+    /// certify its stream and for the receiving subnet's next block to
+    /// include it (`docs/replica-costs.md` has the published figures).
+    pub xnet_latency_rounds: u64,
 }
 
 impl Default for SimConfig {
@@ -62,6 +69,7 @@ impl Default for SimConfig {
             time_step_ns: 1,
             initial_cycles: 100_000_000_000_000,
             round_limits: RoundLimits::default(),
+            xnet_latency_rounds: 0,
         }
     }
 }
@@ -107,6 +115,13 @@ impl SimBuilder {
         self
     }
 
+    /// Rounds a message to another subnet travels before it can be inducted
+    /// (see [`SimConfig::xnet_latency_rounds`]).
+    pub fn with_xnet_latency_rounds(mut self, rounds: u64) -> Self {
+        self.config.xnet_latency_rounds = rounds;
+        self
+    }
+
     /// Replaces the whole configuration (an earlier `with_time_step` too).
     pub fn with_config(mut self, config: SimConfig) -> Self {
         self.config = config;
@@ -125,6 +140,7 @@ impl SimBuilder {
                 canisters: BTreeSet::new(),
                 ingress_pool: vec![],
                 inbound: vec![],
+                in_transit: VecDeque::new(),
                 next_canister: 0,
             })
             .collect();

@@ -1,7 +1,7 @@
 //! Routing between canisters and subnets, and answers for missing canisters.
 
 use candid::Principal;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 use super::{IngressState, Sim};
 use crate::canister::{Canister, Output};
@@ -14,6 +14,9 @@ pub(super) struct Subnet {
     pub(super) ingress_pool: Vec<Message>,
     /// Messages from other subnets' streams, inducted at its next round.
     pub(super) inbound: Vec<Message>,
+    /// Messages from other subnets still travelling, in the order sent,
+    /// with the first tick that may induct them.
+    pub(super) in_transit: VecDeque<(u64, Message)>,
     pub(super) next_canister: u64,
 }
 
@@ -30,7 +33,11 @@ impl Sim {
         };
         match self.canisters.get(&message.receiver()).map(Canister::subnet) {
             Some(to) if to == from => self.deliver(from, message),
-            Some(to) => self.subnets[to].inbound.push(message),
+            Some(to) if self.config.xnet_latency_rounds == 0 => self.subnets[to].inbound.push(message),
+            Some(to) => {
+                let arrives = self.ticks.saturating_add(self.config.xnet_latency_rounds);
+                self.subnets[to].in_transit.push_back((arrives, message));
+            }
             // No such canister: induction on `from` answers for it.
             None => self.deliver(from, message),
         }

@@ -25,6 +25,12 @@ impl Sim {
         for id in &self.subnets[subnet].canisters {
             self.canisters.get_mut(id).expect("on this subnet").expire_callbacks(time);
         }
+        let ticks = self.ticks;
+        let s = &mut self.subnets[subnet];
+        while s.in_transit.front().is_some_and(|&(arrives, _)| arrives <= ticks) {
+            let (_, message) = s.in_transit.pop_front().expect("looked at");
+            s.inbound.push(message);
+        }
         let inbound = std::mem::take(&mut self.subnets[subnet].inbound);
         let ingress = std::mem::take(&mut self.subnets[subnet].ingress_pool);
         for message in inbound.into_iter().chain(ingress) {
