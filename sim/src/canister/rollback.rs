@@ -67,7 +67,7 @@ impl Canister {
     /// memory and globals replayed (see [`Installed`]) and stable memory
     /// undone. With `keep` false everything is undone in any case (queries,
     /// inspection), from a copy; the effects are returned to be read.
-    pub(super) fn run_keeping(&mut self, entry: Entry, context: MessageContext, keep: bool) -> Ran {
+    pub(super) fn run_keeping(&mut self, entry: Entry, mut context: MessageContext, keep: bool) -> Ran {
         let Some(installed) = self.code.as_mut() else {
             let trap = CanisterTrap(format!("Canister {} has no wasm module", self.id));
             return Ran { outcome: Err(trap), instructions: 0 };
@@ -76,7 +76,8 @@ impl Canister {
         let state = self.store.data_mut();
         state.stable.checkpoint();
         state.tape = keep.then(Vec::new);
-        let fuel = context.fuel_limit;
+        let fuel = state.limits.max_instructions_per_message;
+        context.fuel_limit = fuel;
         state.exec = Some(Execution { context, effects: Effects::default() });
         let (instructions, trap) = installed.code.run(&mut self.store, &entry, fuel);
         let state = self.store.data_mut();

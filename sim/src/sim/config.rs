@@ -59,6 +59,11 @@ pub struct SimConfig {
     /// certify its stream and for the receiving subnet's next block to
     /// include it (`docs/replica-costs.md` has the published figures).
     pub xnet_latency_rounds: u64,
+    /// Instructions one message may execute before it traps (the replica's
+    /// `max_instructions_per_message`, 40 B with deterministic time
+    /// slicing: `rs/config/src/subnet_config.rs`). Smaller values let tests
+    /// run a canister that loops forever in little host time.
+    pub max_instructions_per_message: u64,
 }
 
 impl Default for SimConfig {
@@ -70,6 +75,7 @@ impl Default for SimConfig {
             initial_cycles: 100_000_000_000_000,
             round_limits: RoundLimits::default(),
             xnet_latency_rounds: 0,
+            max_instructions_per_message: crate::cycles::MAX_INSTRUCTIONS_PER_MESSAGE,
         }
     }
 }

@@ -105,7 +105,10 @@ impl Sim {
         bytes.extend([1, 1]);
         let id = Principal::from_slice(&bytes);
         s.canisters.insert(id);
-        let limits = ApiLimits { queue_capacity: self.config.queue_capacity };
+        let limits = ApiLimits {
+            queue_capacity: self.config.queue_capacity,
+            max_instructions_per_message: self.config.max_instructions_per_message,
+        };
         let canister = Canister::new(
             &self.engine,
             id,

@@ -130,7 +130,8 @@ mod tests {
 
     fn running(kind: EntryKind) -> SystemState {
         let id = Principal::anonymous();
-        let mut state = SystemState::new(id, vec![], 0, ApiLimits { queue_capacity: 1 });
+        let mut state =
+            SystemState::new(id, vec![], 0, ApiLimits { queue_capacity: 1, max_instructions_per_message: 0 });
         let context = MessageContext::new(kind, id, String::new(), vec![], 0);
         state.exec = Some(Execution { context, effects: Effects::default() });
         state

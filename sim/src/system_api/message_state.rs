@@ -3,7 +3,6 @@
 use candid::Principal;
 use std::collections::BTreeMap;
 
-use crate::cycles;
 use crate::message::{Payload, RejectCode};
 
 /// A call between `call_new` and `call_perform`.
@@ -62,7 +61,8 @@ pub struct MessageContext {
     pub time: u64,
     /// Instructions of the call context before this message.
     pub call_context_instructions: u64,
-    /// Fuel at the start of the message.
+    /// Fuel at the start of the message: set when it starts, from the
+    /// canister's limits.
     pub fuel_limit: u64,
 }
 
@@ -83,7 +83,7 @@ impl MessageContext {
             prepayment: 0,
             time,
             call_context_instructions: 0,
-            fuel_limit: cycles::MAX_INSTRUCTIONS_PER_MESSAGE,
+            fuel_limit: 0,
         }
     }
 }

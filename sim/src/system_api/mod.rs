@@ -60,6 +60,8 @@ fn trap<T>(message: impl Into<String>) -> Result<T, Error> {
 pub struct ApiLimits {
     /// Requests in flight per (caller, callee) pair.
     pub queue_capacity: u32,
+    /// Instructions one message may execute.
+    pub max_instructions_per_message: u64,
 }
 
 /// The part of a canister's state that its code reaches through `ic0`.

@@ -71,6 +71,14 @@ pub(super) fn register(r: &mut Registry) {
         if !exec.can_reply() {
             return trap("msg_reply_data_append: this call context has already replied or cannot reply");
         }
+        let limit = max_reply_bytes(exec.context.kind);
+        let payload_size = exec.effects.reply_data.len() + bytes.len();
+        if payload_size > limit {
+            // The replica's words (`ic0_msg_reply_data_append`, rs/system_api/src/lib.rs).
+            return trap(format!(
+                "ic0.msg_reply_data_append: application payload size ({payload_size}) cannot be larger than {limit}"
+            ));
+        }
         exec.effects.reply_data.extend_from_slice(&bytes);
         Ok(())
     });
@@ -108,4 +116,14 @@ pub(super) fn register(r: &mut Registry) {
         exec.effects.cycles_accepted += amount;
         write_u128(&mut c, dst, amount)
     });
+}
+
+/// The largest reply: 2 MiB, the replica's `MAX_INTER_CANISTER_PAYLOAD_IN_BYTES`
+/// (`rs/types/src/messages.rs`), for anything replicated; queries may
+/// answer 3 MiB.
+fn max_reply_bytes(kind: EntryKind) -> usize {
+    match kind {
+        EntryKind::Query => 3 << 20,
+        _ => 2 << 20,
+    }
 }
