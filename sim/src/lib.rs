@@ -14,7 +14,8 @@
 //! What it does not: it is neither PocketIC nor the replica. Instructions
 //! are wasmi's fuel, not the replica's count (system calls cost nothing);
 //! there is no deterministic time slicing, no storage or ingress fees, no
-//! memory or message size limits, no dropping of best-effort messages under
+//! memory limits or call-argument size limit (a reply over 2 MiB traps, as in
+//! the replica), no dropping of best-effort messages under
 //! load, no scheduling priorities, heartbeats, composite queries or
 //! management canister calls. The README's "Simulator" section has the
 //! details.
