@@ -145,8 +145,15 @@ proptest! {
         round in any::<u64>(),
         slice in any::<u64>(),
         overhead in any::<u64>(),
+        xnet_latency_rounds in any::<u64>(),
+        max_instructions in prop_oneof![Just(0), Just(u64::MAX), 0..1_000_000u64],
     ) {
-        let mut config = SimConfig { time_step_ns: step, ..SimConfig::default() };
+        let mut config = SimConfig {
+            time_step_ns: step,
+            xnet_latency_rounds,
+            max_instructions_per_message: max_instructions,
+            ..SimConfig::default()
+        };
         config.round_limits.max_instructions_per_round = round;
         config.round_limits.max_instructions_per_slice = slice;
         config.round_limits.overhead_per_execution = overhead;
