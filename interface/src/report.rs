@@ -113,17 +113,21 @@ impl FailureKind {
             Some(RejectCode::SysTransient) => Self::SysTransient,
             Some(RejectCode::DestinationInvalid) => Self::DestinationInvalid,
             Some(RejectCode::CanisterReject) => Self::CanisterReject,
-            Some(RejectCode::CanisterError)
-                if message == format!("Canister {callee} is stopped")
-                    || message == format!("Canister {callee} is stopping") =>
-            {
-                Self::CalleeStopped
-            }
+            Some(RejectCode::CanisterError) if names_stopped(message, callee) => Self::CalleeStopped,
             Some(RejectCode::CanisterError) => Self::CanisterError,
             Some(RejectCode::SysUnknown) => Self::SysUnknown,
             None => Self::OtherReject,
         }
     }
+}
+
+/// Whether `message` is exactly "Canister <callee> is stopped" or "... is
+/// stopping".
+fn names_stopped(message: &str, callee: Principal) -> bool {
+    message
+        .strip_prefix("Canister ")
+        .and_then(|rest| rest.strip_suffix(" is stopped").or_else(|| rest.strip_suffix(" is stopping")))
+        .is_some_and(|id| id == callee.to_text())
 }
 
 /// Pings that failed in one way.

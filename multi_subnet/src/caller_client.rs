@@ -28,7 +28,7 @@ pub struct Answered<T> {
 }
 
 /// Generous: a sequential cross-subnet run of `pings` needs pings + 1 rounds.
-fn round_limit(pings: u64) -> RoundLimit {
+pub(crate) fn round_limit(pings: u64) -> RoundLimit {
     RoundLimit(pings.saturating_mul(4).saturating_add(1_000))
 }
 

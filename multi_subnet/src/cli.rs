@@ -10,7 +10,7 @@ use interface::{MAX_CALLS, Strategy, Wait};
 use crate::baseline::{Baseline, Comparison};
 use crate::charts;
 use crate::engines::{Engine, EngineChoice, EngineFactory, Resolved, TimeStep};
-use crate::profile::{Profile, ProfileArgs};
+use crate::profile::{MAINNET_ROUND_SECONDS, MAINNET_XNET_LATENCY_ROUNDS, Profile, ProfileArgs};
 use crate::report::{ExampleFormat, ExampleReport, Format, SweepReport};
 use crate::scenario::{self, Run, Topology};
 use crate::sweep;
@@ -276,13 +276,12 @@ fn compare(args: &EngineArgs) -> Result<Output> {
 /// The example's 90 cross-subnet calls under the mainnet profile (on the
 /// simulator, the only engine that has it), beside their PocketIC rounds.
 fn mainnet_estimate(pocket_ic_rounds: &[u64]) -> Result<String> {
-    let Profile::Mainnet { xnet_latency_rounds, round_seconds } = Profile::MAINNET else { unreachable!() };
     let mut engine = EngineFactory::Sim.start_profile(2, Profile::MAINNET)?;
     let runs = example_runs(engine.as_mut(), Topology::CrossSubnet, &[90], Profile::MAINNET)?;
     let [sequential, parallel] = &runs[..] else { unreachable!("one run of each") };
     let seconds = |run: &Run| run.mainnet_seconds.unwrap_or_default();
     let mut out = format!(
-        "\nThe same 90 calls as mainnet would take them (simulator; {xnet_latency_rounds} rounds per cross-subnet hop, {round_seconds} s rounds):\n"
+        "\nThe same 90 calls as mainnet would take them (simulator; {MAINNET_XNET_LATENCY_ROUNDS} rounds per cross-subnet hop, {MAINNET_ROUND_SECONDS} s rounds):\n"
     );
     out += &format!(
         "  sequential: {} rounds, about {:.0} s (PocketIC: {} rounds)\n",

@@ -7,7 +7,7 @@ use interface::{Plan, Report, RetryPolicy, Strategy};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-use crate::caller_client::CallerClient;
+use crate::caller_client::{CallerClient, round_limit};
 use crate::engines::Engine;
 use crate::rounds::{self, RoundLimit, RoundsToComplete};
 use canister_wasm::CanisterWasms;
@@ -192,7 +192,7 @@ pub fn run_job(
     let started = Instant::now();
     let client = deployment.client();
     let job = client.start_job(engine, plan, Some(retry))?;
-    let limit = RoundLimit(plan.n.saturating_mul(4).saturating_add(1_000 + JOB_ROUND_ALLOWANCE));
+    let limit = RoundLimit(round_limit(plan.n).0.saturating_add(JOB_ROUND_ALLOWANCE));
     let (report, rounds) = rounds::tick_until(engine, limit, |engine| {
         Ok(client.job_status(engine, job.reply)?.filter(|r| r.finished))
     })
