@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::engines::EngineKind;
+use crate::report::Metering;
 use crate::sweep::Row;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Baseline {
     pub engine: EngineKind,
+    pub metering: Metering,
     pub runs: Vec<Row>,
 }
 
@@ -25,7 +27,16 @@ impl Baseline {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the baseline {}", path.display()))?;
-        serde_json::from_str(&text)
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a baseline saved by sweep", path.display()))?;
+        if json.get("engine").is_some() && json.get("metering").is_none() {
+            anyhow::bail!(
+                "{} counts instructions as the wasm engine did before they were replica-counted: \
+                 save it again with sweep --save-baseline",
+                path.display()
+            );
+        }
+        serde_json::from_value(json)
             .with_context(|| format!("{} is not a baseline saved by sweep", path.display()))
     }
 }
@@ -155,7 +166,7 @@ mod tests {
 
     #[test]
     fn equal_figures_pass_whatever_the_wall_times() {
-        let baseline = Baseline { engine: EngineKind::Sim, runs: vec![row(2)] };
+        let baseline = Baseline { engine: EngineKind::Sim, metering: Metering::Replica, runs: vec![row(2)] };
         let mut now = row(2);
         now.wall_ms = 99.0;
         let c = Comparison::between(&baseline, &[now]);
@@ -164,7 +175,7 @@ mod tests {
 
     #[test]
     fn a_change_beyond_the_threshold_is_a_regression() {
-        let baseline = Baseline { engine: EngineKind::Sim, runs: vec![row(100)] };
+        let baseline = Baseline { engine: EngineKind::Sim, metering: Metering::Replica, runs: vec![row(100)] };
         let c = Comparison::between(&baseline, &[row(103)]);
         assert_eq!(c.changes[0].percent, Some(3.0));
         assert!(c.regressed(2.0));
@@ -174,11 +185,20 @@ mod tests {
 
     #[test]
     fn rows_missing_on_either_side_are_reported() {
-        let baseline = Baseline { engine: EngineKind::Sim, runs: vec![row(2)] };
+        let baseline = Baseline { engine: EngineKind::Sim, metering: Metering::Replica, runs: vec![row(2)] };
         let mut other = row(2);
         other.calls = 7;
         let c = Comparison::between(&baseline, &[other]);
         assert_eq!(c.unmatched.len(), 2);
         assert!(c.regressed(100.0));
+    }
+
+    #[test]
+    fn a_baseline_saved_before_replica_metering_is_refused_with_a_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.json");
+        std::fs::write(&path, r#"{"engine": "sim", "runs": []}"#).unwrap();
+        let error = Baseline::load(&path).unwrap_err().to_string();
+        assert!(error.contains("save it again with sweep --save-baseline"), "{error}");
     }
 }

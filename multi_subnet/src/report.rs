@@ -1,6 +1,6 @@
 //! What a run prints: the example's text lines, or one JSON object.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use interface::FailureKind;
 
@@ -24,10 +24,22 @@ pub enum Format {
     Markdown,
 }
 
+/// How a report's instruction figures were counted. Both engines count as
+/// the replica does: PocketIC runs the replica's execution environment, and
+/// the simulator instruments each module with the replica's costs
+/// (`sim/src/metering`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metering {
+    #[default]
+    Replica,
+}
+
 /// The example's runs with the engine that produced them.
 #[derive(Debug, Serialize)]
 pub struct ExampleReport {
     pub engine: EngineKind,
+    pub metering: Metering,
     #[serde(skip)]
     pub engine_description: String,
     pub runs: Vec<Run>,
@@ -70,6 +82,7 @@ fn sentence_case(name: &str) -> String {
 #[derive(Debug, Serialize)]
 pub struct SweepReport {
     pub engine: EngineKind,
+    pub metering: Metering,
     #[serde(skip)]
     pub engine_description: String,
     pub runs: Vec<Row>,
@@ -84,7 +97,7 @@ fn deterministic_columns(row: &Row) -> Vec<(&'static str, String)> {
         ("succeeded", row.succeeded.to_string()),
         ("rounds", row.rounds.to_string()),
         ("peak in flight", row.peak_in_flight.to_string()),
-        ("caller instructions / ping", format!("{:.0}", row.instructions_per_ping)),
+        ("caller instructions / ping (replica-counted)", format!("{:.0}", row.instructions_per_ping)),
         ("cycles", format_cycles(row.cycles)),
         ("failures", failures_text(row)),
     ]
@@ -272,6 +285,7 @@ mod tests {
         };
         ExampleReport {
             engine: EngineKind::PocketIc,
+            metering: Metering::Replica,
             engine_description: "PocketIC server 16.1.0 (/bin/pocket-ic)".into(),
             runs: vec![run(Strategy::Sequential, 90, 91), run(Strategy::Parallel, 89, 2)],
         }
@@ -295,6 +309,7 @@ mod tests {
     fn json_has_the_documented_shape() {
         let json: serde_json::Value = serde_json::from_str(&report().render(ExampleFormat::Json)).unwrap();
         assert_eq!(json["engine"], "pocket-ic");
+        assert_eq!(json["metering"], "replica");
         let run = &json["runs"][1];
         assert_eq!(run["strategy"], "parallel");
         assert_eq!(run["topology"], "cross-subnet");
@@ -302,7 +317,7 @@ mod tests {
         assert_eq!(run["succeeded"], 89);
         assert_eq!(run["rounds"], 2);
         assert_eq!(run["wall_ms"], 1500.0);
-        assert_eq!(json.as_object().unwrap().len(), 2, "only engine and runs");
+        assert_eq!(json.as_object().unwrap().len(), 3, "only engine, metering and runs");
     }
 
     #[test]
@@ -327,7 +342,12 @@ mod tests {
             time_step: 1,
             wall_ms_p95: 1.0,
         };
-        let report = |runs| SweepReport { engine: EngineKind::Sim, engine_description: "sim".into(), runs };
+        let report = |runs| SweepReport {
+            engine: EngineKind::Sim,
+            metering: Metering::Replica,
+            engine_description: "sim".into(),
+            runs,
+        };
         let with = report(vec![row(&[(FailureKind::InsufficientLiquidCycleBalance, 7626)]), row(&[])]);
         for text in [with.render(Format::Text), with.markdown_deterministic()] {
             let notes = text.split_once("Failures:\n").expect("a failures section").1;

@@ -1,8 +1,8 @@
 //! Plumbing for the overhead benchmark (`sim/benches/overhead.rs`).
 //!
 //! A simulator that keeps every committed execution, and the floor that
-//! replays them on a bare instance of the same module, with no simulator
-//! around them.
+//! replays them on a bare instance of the original module (not
+//! instrumented for metering), with no simulator around them.
 
 use candid::Principal;
 
@@ -40,7 +40,7 @@ impl FloorCanister {
     /// `trace` is every committed execution of a canister running `wasm`,
     /// from its installation on (see [`Traced::take_trace`]).
     pub fn new(wasm: &[u8], trace: Vec<Recorded>) -> Result<Self, SimError> {
-        let replayer = code::compile(wasm)
+        let replayer = code::compile(wasm, code::Metering::None)
             .and_then(|module| Replayer::new(&code::engine(), module))
             .map_err(SimError::from)?;
         Ok(Self { replayer, trace: trace.into_iter() })

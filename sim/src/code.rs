@@ -13,8 +13,18 @@ use wasmi::{
     Store, Table, TrapCode, Val, ValType,
 };
 
-use crate::module::{self, MEMORY_EXPORT, TABLE_EXPORT, WasmError};
+use crate::metering;
+use crate::module::{self, COUNTER_EXPORT, MEMORY_EXPORT, TABLE_EXPORT, WasmError};
 use crate::system_api::{self, CanisterTrap, SystemState, TapeEvent};
+
+/// How a module counts its instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metering {
+    /// As the replica does ([`crate::metering`]).
+    Replica,
+    /// Not at all: the module as it was (the benchmark's floor).
+    None,
+}
 
 /// A module compiled once and instantiable on any canister.
 pub struct CompiledModule {
@@ -27,9 +37,16 @@ pub struct CompiledModule {
 }
 
 impl CompiledModule {
-    /// Rewrites the exports (see [`module`]), validates and compiles.
-    pub fn compile(engine: &Engine, wasm: &[u8]) -> Result<Self, WasmError> {
-        let rewritten = module::rewrite(wasm)?;
+    /// Instruments (see [`metering`]), rewrites the exports (see
+    /// [`module`]), validates and compiles.
+    pub fn compile(engine: &Engine, wasm: &[u8], metering: Metering) -> Result<Self, WasmError> {
+        let rewritten = match metering {
+            Metering::Replica => {
+                let instrumented = metering::instrument(wasm)?;
+                module::rewrite(&instrumented.wasm, Some(instrumented.counter))?
+            }
+            Metering::None => module::rewrite(wasm, None)?,
+        };
         let module =
             Module::new(engine, &rewritten.wasm[..]).map_err(|e| WasmError::Invalid(e.to_string()))?;
         let linker = system_api::linker(engine, &module)?;
@@ -72,6 +89,8 @@ pub struct Code {
     memory: Memory,
     table: Option<Table>,
     globals: Vec<Global>,
+    /// The instruction counter, if the module is metered.
+    counter: Option<Global>,
 }
 
 /// An instance's state: linear memory and mutable globals.
@@ -93,6 +112,7 @@ impl Code {
             .map_err(|e| WasmError::Instantiate(e.to_string()))?;
         let code = Self::from_instance(&*store, module, instance)?;
         store.data_mut().memory = Some(code.memory);
+        store.data_mut().counter = code.counter;
         Ok(code)
     }
 
@@ -124,13 +144,18 @@ impl Code {
                 instance.get_global(&store, &module::global_export(i)).expect("exported by the rewrite")
             })
             .collect();
-        Ok(Self { module, instance, memory, table, globals })
+        let counter = instance.get_global(&store, COUNTER_EXPORT);
+        Ok(Self { module, instance, memory, table, globals, counter })
     }
 
-    /// Runs `entry` with `fuel` instructions; returns the instructions used,
-    /// and the trap if it trapped.
-    pub fn run<T>(&self, store: &mut Store<T>, entry: &Entry, fuel: u64) -> (u64, Option<CanisterTrap>) {
-        store.set_fuel(fuel).expect("fuel metering is enabled");
+    /// Runs `entry` with at most `limit` instructions; returns the
+    /// instructions used (0 if the module is not metered), and the trap if
+    /// it trapped.
+    pub fn run<T>(&self, store: &mut Store<T>, entry: &Entry, limit: u64) -> (u64, Option<CanisterTrap>) {
+        let limit = limit.min(i64::MAX as u64);
+        if let Some(counter) = self.counter {
+            counter.set(&mut *store, Val::I64(limit as i64)).expect("a mutable i64");
+        }
         let result = match entry {
             Entry::Export(name) => match self.instance.get_func(&*store, name) {
                 Some(func) => func.call(&mut *store, &[], &mut []),
@@ -141,8 +166,10 @@ impl Code {
                 Err(trap) => Err(Error::host(trap)),
             },
         };
-        let used = fuel - store.get_fuel().expect("fuel metering is enabled");
-        (used, result.err().map(|e| describe_trap(e, fuel)))
+        let left = self.counter.map_or(limit as i64, |counter| counter.get(&*store).i64().expect("an i64"));
+        let trap = result.err().map(|e| describe_trap(e, limit, left < 0));
+        // Past the limit the message is charged the limit.
+        (limit - left.clamp(0, limit as i64) as u64, trap)
     }
 
     fn callback(&self, store: impl AsContext, index: u32) -> Result<wasmi::Func, CanisterTrap> {
@@ -189,14 +216,19 @@ impl Code {
     }
 }
 
-fn describe_trap(error: Error, fuel: u64) -> CanisterTrap {
+/// The replica's message for a message that ran out of instructions.
+pub fn out_of_instructions(limit: u64) -> CanisterTrap {
+    CanisterTrap(format!("Canister exceeded the limit of {limit} instructions for single message execution."))
+}
+
+/// `exhausted`: the counter is negative, so the `unreachable` the metering
+/// check executes (see [`metering`]) was hit, or a host function refused.
+fn describe_trap(error: Error, limit: u64, exhausted: bool) -> CanisterTrap {
     if let Some(trap) = error.downcast_ref::<CanisterTrap>() {
         return trap.clone();
     }
     match error.as_trap_code() {
-        Some(TrapCode::OutOfFuel) => CanisterTrap(format!(
-            "Canister exceeded the limit of {fuel} instructions for single message execution."
-        )),
+        Some(TrapCode::UnreachableCodeReached) if exhausted => out_of_instructions(limit),
         Some(code) => CanisterTrap(format!("Canister trapped: {code}")),
         None => CanisterTrap(format!("Canister trapped: {error}")),
     }
@@ -205,30 +237,24 @@ fn describe_trap(error: Error, fuel: u64) -> CanisterTrap {
 thread_local! {
     /// One engine per thread, shared by every simulator on it, so that a
     /// module is compiled once however many simulators install it.
-    static ENGINE: Engine = {
-        let mut config = wasmi::Config::default();
-        config.consume_fuel(true);
-        // Eager, because wasmi charges lazy translation to the fuel of
-        // whichever message first calls a function, which would make a
-        // message's instruction count depend on what ran before it.
-        config.compilation_mode(wasmi::CompilationMode::Eager);
-        Engine::new(&config)
-    };
-    static MODULES: RefCell<BTreeMap<Vec<u8>, Rc<CompiledModule>>> = const { RefCell::new(BTreeMap::new()) };
+    /// wasmi's own fuel is off: the instrumented module counts.
+    static ENGINE: Engine = Engine::default();
+    static MODULES: RefCell<BTreeMap<Metering, BTreeMap<Vec<u8>, Rc<CompiledModule>>>> =
+        const { RefCell::new(BTreeMap::new()) };
 }
 
-/// The wasm engine: fuel metering counts instructions.
+/// The wasm engine.
 pub fn engine() -> Engine {
     ENGINE.with(Engine::clone)
 }
 
-/// `wasm`, compiled by [`engine`] once per thread.
-pub fn compile(wasm: &[u8]) -> Result<Rc<CompiledModule>, WasmError> {
-    if let Some(module) = MODULES.with(|m| m.borrow().get(wasm).cloned()) {
+/// `wasm`, compiled by [`engine`] once per thread and metering.
+pub fn compile(wasm: &[u8], metering: Metering) -> Result<Rc<CompiledModule>, WasmError> {
+    if let Some(module) = MODULES.with(|m| m.borrow().get(&metering)?.get(wasm).cloned()) {
         return Ok(module);
     }
-    let module = Rc::new(CompiledModule::compile(&engine(), wasm)?);
-    MODULES.with(|m| m.borrow_mut().insert(wasm.to_vec(), module.clone()));
+    let module = Rc::new(CompiledModule::compile(&engine(), wasm, metering)?);
+    MODULES.with(|m| m.borrow_mut().entry(metering).or_default().insert(wasm.to_vec(), module.clone()));
     Ok(module)
 }
 
@@ -265,8 +291,8 @@ impl Replayer {
         let data = self.store.data_mut();
         data.tape = recorded.tape;
         data.next = 0;
-        let (_, trap) =
-            self.code.run(&mut self.store, &recorded.entry, crate::cycles::MAX_INSTRUCTIONS_PER_MESSAGE);
+        // It passed its limit when it ran; host functions charge nothing here.
+        let (_, trap) = self.code.run(&mut self.store, &recorded.entry, u64::MAX);
         trap.map_or(Ok(()), Err)
     }
 

@@ -1,5 +1,5 @@
 //! A deterministic model of Internet Computer message routing that executes
-//! real canister wasm (on wasmi, with fuel metering).
+//! real canister wasm (on wasmi), counting instructions as the replica does.
 //!
 //! What it models: subnets that run in rounds (ascending subnet-id byte
 //! order, each round within an instruction budget); per (caller, callee)
@@ -9,11 +9,14 @@
 //! when called); rollback of a trapping message (linear memory, globals,
 //! stable memory, cycles, its calls and its reply); bounded-wait calls and
 //! their deadlines, the global timer, time that moves per tick; cycles as a
-//! 13-node application subnet prices them; per-canister statistics.
+//! 13-node application subnet prices them; per-canister statistics; the
+//! replica's instruction metering (each module is instrumented with the
+//! replica's per-instruction costs, and every system call charges its
+//! overhead and per-byte fee: `metering/costs.rs` is the table).
 //!
-//! What it does not: it is neither PocketIC nor the replica. Instructions
-//! are wasmi's fuel, not the replica's count (system calls cost nothing);
-//! there is no deterministic time slicing, no storage or ingress fees, no
+//! What it does not: it is neither PocketIC nor the replica. SIMD
+//! instructions cost 1 each (the replica: 1 to 14); there is no
+//! deterministic time slicing, no storage or ingress fees, no
 //! memory limits or call-argument size limit (a reply over 2 MiB traps, as in
 //! the replica), no dropping of best-effort messages under
 //! load, no scheduling priorities, heartbeats, composite queries or
@@ -52,6 +55,7 @@ mod canister;
 mod code;
 mod cycles;
 mod message;
+mod metering;
 mod module;
 mod sim;
 mod stable;

@@ -5,6 +5,7 @@
 //! roll back). rustc exports neither, so the export section is rewritten at
 //! load time.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use wasm_encoder::{Encode, ExportKind, ExportSection};
 use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
@@ -41,6 +42,8 @@ fn malformed(e: wasmparser::BinaryReaderError) -> WasmError {
 /// The names the rewritten module exports its internals under.
 pub const MEMORY_EXPORT: &str = "__sim_memory";
 pub const TABLE_EXPORT: &str = "__sim_table";
+/// The instruction counter (the replica exports it as `canister counter_instructions`).
+pub const COUNTER_EXPORT: &str = "__sim_instruction_counter";
 pub fn global_export(index: u32) -> String {
     format!("__sim_global_{index}")
 }
@@ -57,10 +60,12 @@ pub struct RewrittenModule {
 }
 
 const EXPORT_SECTION_ID: u8 = 7;
-/// Sections that come after the export section in a valid module.
-const AFTER_EXPORT: [u8; 5] = [8, 9, 12, 10, 11];
 
-pub fn rewrite(wasm: &[u8]) -> Result<RewrittenModule, WasmError> {
+/// Rewrites the export section of a module (already instrumented by
+/// [`crate::metering`]); `counter` is the instruction counter's global,
+/// exported as [`COUNTER_EXPORT`] and kept out of the state globals (it is
+/// set before every message, not part of the canister's state).
+pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, WasmError> {
     let mut imported_globals = 0u32;
     let mut has_memory = false;
     let mut has_table = false;
@@ -83,8 +88,9 @@ pub fn rewrite(wasm: &[u8]) -> Result<RewrittenModule, WasmError> {
             Payload::TableSection(reader) => has_table |= reader.count() > 0,
             Payload::GlobalSection(reader) => {
                 for (i, global) in reader.into_iter().enumerate() {
-                    if global.map_err(malformed)?.ty.mutable {
-                        mutable_globals.push(imported_globals + i as u32);
+                    let index = imported_globals + i as u32;
+                    if global.map_err(malformed)?.ty.mutable && Some(index) != counter {
+                        mutable_globals.push(index);
                     }
                 }
             }
@@ -116,37 +122,87 @@ pub fn rewrite(wasm: &[u8]) -> Result<RewrittenModule, WasmError> {
     for &index in &mutable_globals {
         exports.export(&global_export(index), ExportKind::Global, index);
     }
-    let wasm = replace_export_section(wasm, &exports)?;
+    if let Some(index) = counter {
+        exports.export(COUNTER_EXPORT, ExportKind::Global, index);
+    }
+    let mut contents = vec![];
+    exports.encode(&mut contents);
+    // `ExportSection::encode` writes the section's size first: drop it.
+    let (_, size_len) = leb_u32(&contents).ok_or(WasmError::TruncatedSectionHeader)?;
+    let wasm = splice(wasm, BTreeMap::from([(EXPORT_SECTION_ID, contents[size_len..].to_vec())]))?;
     Ok(RewrittenModule { wasm, mutable_globals, has_memory, has_table, function_exports })
 }
 
-/// Copies every section as it is, but puts `exports` where the export
-/// section is (or belongs, if there was none).
-fn replace_export_section(wasm: &[u8], exports: &ExportSection) -> Result<Vec<u8>, WasmError> {
-    let mut encoded = vec![EXPORT_SECTION_ID];
-    exports.encode(&mut encoded);
+/// Section ids in the order a module must have them (custom sections, id
+/// 0, may stand anywhere).
+const SECTION_ORDER: [u8; 13] = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
+
+fn rank(id: u8) -> usize {
+    SECTION_ORDER.iter().position(|&i| i == id).unwrap_or(usize::MAX)
+}
+
+/// Copies `wasm` with the contents (what follows the size) of some sections
+/// replaced: `replaced` maps a section id to its new contents. A section the
+/// module lacks is inserted where it belongs.
+pub(crate) fn splice(wasm: &[u8], mut replaced: BTreeMap<u8, Vec<u8>>) -> Result<Vec<u8>, WasmError> {
+    fn put(out: &mut Vec<u8>, id: u8, contents: &[u8]) {
+        out.push(id);
+        (contents.len() as u32).encode(out);
+        out.extend_from_slice(contents);
+    }
     let mut out = wasm[..8].to_vec();
-    let mut placed = false;
     for (id, range) in sections(wasm)? {
-        if id == EXPORT_SECTION_ID || (!placed && AFTER_EXPORT.contains(&id)) {
-            if !placed {
-                out.extend_from_slice(&encoded);
-                placed = true;
-            }
-            if id == EXPORT_SECTION_ID {
-                continue;
+        if id != 0 {
+            let earlier: Vec<u8> = replaced.keys().copied().filter(|&new| rank(new) < rank(id)).collect();
+            for new in earlier {
+                put(&mut out, new, &replaced.remove(&new).expect("listed"));
             }
         }
-        out.extend_from_slice(&wasm[range]);
+        match replaced.remove(&id) {
+            Some(contents) if id != 0 => put(&mut out, id, &contents),
+            _ => out.extend_from_slice(&wasm[range]),
+        }
     }
-    if !placed {
-        out.extend_from_slice(&encoded);
+    let mut rest: Vec<(u8, Vec<u8>)> = replaced.into_iter().collect();
+    rest.sort_by_key(|(id, _)| rank(*id));
+    for (id, contents) in rest {
+        put(&mut out, id, &contents);
     }
+    Ok(out)
+}
+
+/// The contents of each section of `wasm` (what follows the size), by id.
+pub(crate) fn section_contents(wasm: &[u8]) -> Result<BTreeMap<u8, &[u8]>, WasmError> {
+    let mut contents = BTreeMap::new();
+    for (id, range) in sections(wasm)? {
+        let (_, read) = leb_u32(&wasm[range.start + 1..]).ok_or(WasmError::TruncatedSectionHeader)?;
+        contents.insert(id, &wasm[range.start + 1 + read..range.end]);
+    }
+    Ok(contents)
+}
+
+/// A vector section's contents (count, then entries) with `entry` appended;
+/// `None` is a section the module lacks.
+pub(crate) fn append_entry(contents: Option<&[u8]>, entry: &[u8]) -> Result<Vec<u8>, WasmError> {
+    let (count, entries) = match contents {
+        Some(c) => {
+            let (count, read) = leb_u32(c).ok_or(WasmError::TruncatedSectionHeader)?;
+            (count, &c[read..])
+        }
+        None => (0, &[][..]),
+    };
+    let mut out = vec![];
+    (count + 1).encode(&mut out);
+    out.extend_from_slice(entries);
+    out.extend_from_slice(entry);
     Ok(out)
 }
 
 /// The sections of a module: id and byte range (header included).
 fn sections(wasm: &[u8]) -> Result<Vec<(u8, Range<usize>)>, WasmError> {
+    if wasm.len() < 8 {
+        return Err(WasmError::Invalid("shorter than a wasm header".into()));
+    }
     let mut sections = vec![];
     let mut pos = 8;
     while pos < wasm.len() {
@@ -192,7 +248,7 @@ mod tests {
                 (export "canister_update f" (func $f)))"#,
         )
         .unwrap();
-        let m = rewrite(&wasm).unwrap();
+        let m = rewrite(&wasm, None).unwrap();
         assert_eq!(m.mutable_globals, vec![0, 2]);
         assert!(m.has_memory && m.has_table);
         assert_eq!(m.function_exports, vec!["canister_update f"]);
@@ -216,14 +272,14 @@ mod tests {
     #[test]
     fn adds_an_export_section_where_none_was() {
         let wasm = wat::parse_str("(module (memory 1) (func) (data (i32.const 0) \"x\"))").unwrap();
-        let m = rewrite(&wasm).unwrap();
+        let m = rewrite(&wasm, None).unwrap();
         wasmparser::validate(&m.wasm).unwrap();
         assert!(m.has_memory && !m.has_table);
     }
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
-        assert!(rewrite(b"\0asm\x01\0\0\0\x07\xff").is_err());
-        assert!(rewrite(b"not wasm at all").is_err());
+        assert!(rewrite(b"\0asm\x01\0\0\0\x07\xff", None).is_err());
+        assert!(rewrite(b"not wasm at all", None).is_err());
     }
 }

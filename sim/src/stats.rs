@@ -40,7 +40,7 @@ pub struct CanisterStats {
     pub executed: BTreeMap<String, u64>,
     /// Executions that trapped (and were rolled back).
     pub traps: u64,
-    /// Instructions (the wasm engine's fuel) of all executions.
+    /// Instructions of all executions, counted as the replica counts them.
     pub instructions: u64,
     /// Calls that `call_perform` accepted.
     pub calls_performed: u64,

@@ -3,7 +3,7 @@
 use candid::Principal;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use wasmi::{Engine, Memory, Store};
+use wasmi::{Engine, Global, Memory, Store};
 
 use super::rollback::Installed;
 use super::{Canister, Output};
@@ -36,6 +36,7 @@ struct InstallCheckpoint {
     instance: Option<Snapshot>,
     stable: StableMemory,
     memory: Option<Memory>,
+    counter: Option<Global>,
     global_timer: u64,
     /// The store and code that the new code replaced, once it has.
     replaced: Option<(Store<SystemState>, Option<Installed>)>,
@@ -81,6 +82,7 @@ impl Canister {
             instance: self.code.as_ref().map(|c| c.code.snapshot(&self.store)),
             stable: state.stable.clone(),
             memory: state.memory,
+            counter: state.counter,
             global_timer: state.global_timer,
             replaced: None,
         }
@@ -100,6 +102,7 @@ impl Canister {
         }
         let mut state = self.take_state();
         state.memory = None;
+        state.counter = None;
         state.global_timer = 0;
         if mode == InstallMode::Install {
             state.stable = Default::default();
@@ -117,7 +120,7 @@ impl Canister {
     }
 
     fn restore(&mut self, checkpoint: InstallCheckpoint) {
-        let InstallCheckpoint { instance, stable, memory, global_timer, replaced } = checkpoint;
+        let InstallCheckpoint { instance, stable, memory, counter, global_timer, replaced } = checkpoint;
         if let Some((store, code)) = replaced {
             let state = self.take_state();
             self.store = store;
@@ -127,6 +130,7 @@ impl Canister {
         let state = self.store.data_mut();
         state.stable = stable;
         state.memory = memory;
+        state.counter = counter;
         state.global_timer = global_timer;
         if let (Some(installed), Some(snapshot)) = (self.code.as_mut(), instance) {
             installed.code.restore(&mut self.store, &snapshot);

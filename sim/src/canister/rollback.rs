@@ -76,10 +76,10 @@ impl Canister {
         let state = self.store.data_mut();
         state.stable.checkpoint();
         state.tape = keep.then(Vec::new);
-        let fuel = state.limits.max_instructions_per_message;
-        context.fuel_limit = fuel;
+        let limit = state.limits.max_instructions_per_message;
+        context.instruction_limit = limit;
         state.exec = Some(Execution { context, effects: Effects::default() });
-        let (instructions, trap) = installed.code.run(&mut self.store, &entry, fuel);
+        let (instructions, trap) = installed.code.run(&mut self.store, &entry, limit);
         let state = self.store.data_mut();
         let effects = state.exec.take().expect("set above").effects;
         let tape = state.tape.take();

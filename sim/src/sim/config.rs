@@ -10,9 +10,8 @@ use crate::code;
 
 /// A round's instruction budget and the scheduler's overheads, as in the
 /// replica's `SchedulerConfig` for application subnets
-/// (`rs/config/src/subnet_config.rs`). Instructions here are wasmi's fuel,
-/// which is not the replica's count, so same-subnet round counts are
-/// approximate; cross-subnet ones do not depend on them.
+/// (`rs/config/src/subnet_config.rs`). Instructions are counted as the
+/// replica counts them (see the crate's metering).
 #[derive(Clone, Copy, Debug)]
 pub struct RoundLimits {
     /// Instructions one round may execute.

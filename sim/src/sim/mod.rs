@@ -153,7 +153,7 @@ impl Sim {
         mode: InstallMode,
     ) -> Result<(), SimError> {
         self.controlled(id, sender)?;
-        let module = code::compile(wasm)?;
+        let module = code::compile(wasm, code::Metering::Replica)?;
         let (engine, time) = (self.engine.clone(), self.time);
         let canister = self.canisters.get_mut(&id).expect("checked");
         let subnet = canister.subnet();

@@ -67,18 +67,38 @@ impl Registry {
     }
 }
 
+/// A system call's parameter as the unsigned number the cost table reads.
+pub trait Count {
+    fn count(self) -> u64;
+}
+impl Count for i32 {
+    fn count(self) -> u64 {
+        self as u32 as u64
+    }
+}
+impl Count for i64 {
+    fn count(self) -> u64 {
+        self as u64
+    }
+}
+
 /// `def!(r, "name" [in contexts], |c: Ctx<'_>, params..| -> T { body })`
-/// defines `ic0.name` in `r`: it traps outside `contexts` (none given: any),
-/// and records its outcome on the tape.
+/// defines `ic0.name` in `r`: it charges the replica's cost of the call
+/// (from [`crate::metering::costs::SYSTEM_API`]), traps outside `contexts`
+/// (none given: any), and records its outcome on the tape.
 macro_rules! def {
     (@contexts) => { $crate::system_api::linker::Contexts::ANY };
     (@contexts $contexts:expr) => { $contexts };
     ($r:ident, $name:literal $(in $contexts:expr)?, |$c:ident : Ctx<'_> $(, $p:ident : $t:ty)* $(,)?| -> $ret:ty $body:block) => {
         let contexts = def!(@contexts $($contexts)?);
+        let cost = $crate::metering::costs::system_api($name)
+            .unwrap_or_else(|| panic!("ic0.{} has no cost in metering::costs::SYSTEM_API", $name));
         $r.define(
             $name,
             move |mut $c: $crate::system_api::Ctx<'_> $(, $p: $t)*|
              -> Result<<$ret as $crate::system_api::tape::HostResult>::Value, wasmi::Error> {
+                let args: &[u64] = &[$($crate::system_api::linker::Count::count($p)),*];
+                $crate::system_api::charge(&mut $c, cost.charge(args))?;
                 contexts.check($c.data(), $name)?;
                 #[allow(clippy::redundant_closure_call)]
                 let result: $ret = (|| $body)();

@@ -61,9 +61,9 @@ pub struct MessageContext {
     pub time: u64,
     /// Instructions of the call context before this message.
     pub call_context_instructions: u64,
-    /// Fuel at the start of the message: set when it starts, from the
+    /// Instructions the message may use: set when it starts, from the
     /// canister's limits.
-    pub fuel_limit: u64,
+    pub instruction_limit: u64,
 }
 
 impl MessageContext {
@@ -83,7 +83,7 @@ impl MessageContext {
             prepayment: 0,
             time,
             call_context_instructions: 0,
-            fuel_limit: 0,
+            instruction_limit: 0,
         }
     }
 }
@@ -107,6 +107,10 @@ pub struct Effects {
     pub calls_refused: u64,
     /// `canister_inspect_message` accepted the message.
     pub accepted: bool,
+    /// Bytes this execution wrote to the canister log (for its charge).
+    pub logged_bytes: u64,
+    /// 4 KiB pages of stable memory this execution wrote (for its charge).
+    pub dirty_stable_pages: std::collections::BTreeSet<u64>,
 }
 
 /// The running message: what it reads and what it did so far.

@@ -19,7 +19,7 @@ mod time;
 use candid::Principal;
 use std::collections::BTreeMap;
 use std::fmt;
-use wasmi::{Caller, Error, Memory};
+use wasmi::{Caller, Error, Global, Memory, Val};
 
 use crate::stable::{OutOfBounds, StableMemory};
 
@@ -81,6 +81,9 @@ pub struct SystemState {
     pub canister_version: u64,
     pub limits: ApiLimits,
     pub memory: Option<Memory>,
+    /// The instance's instruction counter ([`crate::metering`]), which host
+    /// functions charge too.
+    pub counter: Option<Global>,
     pub exec: Option<Execution>,
     /// What `ic0.debug_print` printed. Not an effect to drop: like the
     /// replica's canister log, it keeps what trapped executions printed.
@@ -103,6 +106,7 @@ impl SystemState {
             canister_version: 0,
             limits,
             memory: None,
+            counter: None,
             exec: None,
             debug_log: vec![],
             tape: None,
@@ -129,6 +133,29 @@ impl SystemState {
             None => outside_a_message(),
         }
     }
+}
+
+/// Takes `instructions` from the running message's counter; traps as the
+/// replica does when that passes the message's limit.
+fn charge(c: &mut Ctx<'_>, instructions: u64) -> Result<(), Error> {
+    let Some(counter) = c.data().counter else {
+        return Ok(());
+    };
+    let left = counter.get(&*c).i64().expect("an i64");
+    let left = left.saturating_sub(instructions.min(i64::MAX as u64) as i64);
+    counter.set(&mut *c, Val::I64(left)).expect("a mutable i64");
+    if left < 0 {
+        let limit = c.data().exec.as_ref().map_or(0, |e| e.context.instruction_limit);
+        return Err(crate::code::out_of_instructions(limit).into());
+    }
+    Ok(())
+}
+
+/// Instructions the running message has used so far, system calls included.
+fn instructions_used(c: &Ctx<'_>) -> u64 {
+    let limit = c.data().exec.as_ref().map_or(0, |e| e.context.instruction_limit);
+    let left = c.data().counter.map_or(limit as i64, |counter| counter.get(c).i64().expect("an i64"));
+    limit.saturating_sub(left.max(0) as u64)
 }
 
 fn outside_a_message<T>() -> Result<T, Error> {

@@ -3,7 +3,7 @@
 use wasmi::Error;
 
 use super::linker::{Registry, def};
-use super::{Ctx, trap};
+use super::{instructions_used, trap};
 
 pub(super) fn register(r: &mut Registry) {
     def!(r, "time", |c: Ctx<'_>| -> Result<i64, Error> { Ok(c.data_mut().exec()?.context.time as i64) });
@@ -15,7 +15,7 @@ pub(super) fn register(r: &mut Registry) {
         Ok(previous as i64)
     });
     def!(r, "performance_counter", |c: Ctx<'_>, counter: i32| -> Result<i64, Error> {
-        let now = instructions_so_far(&c);
+        let now = instructions_used(&c);
         let before = c.data().exec.as_ref().map_or(0, |e| e.context.call_context_instructions);
         match counter {
             0 => Ok(now as i64),
@@ -23,9 +23,4 @@ pub(super) fn register(r: &mut Registry) {
             _ => trap(format!("performance_counter: unknown counter type {counter}")),
         }
     });
-}
-
-fn instructions_so_far(caller: &Ctx<'_>) -> u64 {
-    let limit = caller.data().exec.as_ref().map_or(0, |e| e.context.fuel_limit);
-    limit.saturating_sub(caller.get_fuel().unwrap_or(0))
 }
