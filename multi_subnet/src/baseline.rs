@@ -175,7 +175,8 @@ mod tests {
 
     #[test]
     fn a_change_beyond_the_threshold_is_a_regression() {
-        let baseline = Baseline { engine: EngineKind::Sim, metering: Metering::Replica, runs: vec![row(100)] };
+        let baseline =
+            Baseline { engine: EngineKind::Sim, metering: Metering::Replica, runs: vec![row(100)] };
         let c = Comparison::between(&baseline, &[row(103)]);
         assert_eq!(c.changes[0].percent, Some(3.0));
         assert!(c.regressed(2.0));

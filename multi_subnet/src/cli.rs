@@ -207,7 +207,12 @@ impl ExampleArgs {
         let resolved = self.engine.resolve()?;
         let mut engine = resolved.factory.start_profile(topology.subnets(), profile)?;
         let runs = example_runs(engine.as_mut(), topology, &self.calls, profile)?;
-        let report = ExampleReport { engine: engine.kind(), metering: Metering::Replica, engine_description: engine.description(), runs };
+        let report = ExampleReport {
+            engine: engine.kind(),
+            metering: Metering::Replica,
+            engine_description: engine.description(),
+            runs,
+        };
         Ok(Output {
             stdout: report.render(self.format),
             failure: None,
@@ -249,7 +254,12 @@ fn compare(args: &EngineArgs) -> Result<Output> {
         let mut engine = resolved.factory.start(topology.subnets(), TimeStep::POCKET_IC)?;
         let runs = example_runs(engine.as_mut(), topology, calls, Profile::PocketIc)?;
         pocket_ic_rounds = runs.iter().map(|r| r.rounds.0).collect();
-        let report = ExampleReport { engine: engine.kind(), metering: Metering::Replica, engine_description: engine.description(), runs };
+        let report = ExampleReport {
+            engine: engine.kind(),
+            metering: Metering::Replica,
+            engine_description: engine.description(),
+            runs,
+        };
         if out.is_empty() {
             out += &format!("Engine: {}\n", report.engine_description);
         }
@@ -328,7 +338,12 @@ impl SweepArgs {
             .set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}").expect("valid"));
         let runs = sweep::run(factory, self, &wasms, || progress.inc(1))?;
         progress.finish_and_clear();
-        Ok(SweepReport { engine: factory.kind(), metering: Metering::Replica, engine_description: factory.description(), runs })
+        Ok(SweepReport {
+            engine: factory.kind(),
+            metering: Metering::Replica,
+            engine_description: factory.description(),
+            runs,
+        })
     }
 
     fn execute(&self) -> Result<Output> {
@@ -339,7 +354,8 @@ impl SweepArgs {
             write_all(&report, dir)?;
         }
         if let Some(path) = &self.save_baseline {
-            Baseline { engine: report.engine, metering: report.metering, runs: report.runs.clone() }.save(path)?;
+            Baseline { engine: report.engine, metering: report.metering, runs: report.runs.clone() }
+                .save(path)?;
         }
         let mut stdout = report.render(self.format);
         let mut failure = None;

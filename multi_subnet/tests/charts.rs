@@ -28,7 +28,12 @@ fn charts_name_engine_topology_and_every_strategy_and_render() {
     };
     let factory = EngineFactory::Sim;
     let runs = sweep::run(&factory, &spec, &canister_wasm::caller_and_callee().unwrap(), || {}).unwrap();
-    let report = SweepReport { engine: factory.kind(), metering: Metering::Replica, engine_description: factory.description(), runs };
+    let report = SweepReport {
+        engine: factory.kind(),
+        metering: Metering::Replica,
+        engine_description: factory.description(),
+        runs,
+    };
     let dir = tempfile::tempdir().unwrap();
     let written = charts::write_all(&report, dir.path()).unwrap();
     assert_eq!(written.len(), 3 * 2, "three figures per topology");

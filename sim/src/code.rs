@@ -167,7 +167,13 @@ impl Code {
             },
         };
         let left = self.counter.map_or(limit as i64, |counter| counter.get(&*store).i64().expect("an i64"));
-        let trap = result.err().map(|e| describe_trap(e, limit, left < 0));
+        let trap = match result {
+            Err(e) => Some(describe_trap(e, limit, left < 0)),
+            // A message can pass its limit after the last check (see
+            // `metering`); the replica then fails it as well.
+            Ok(()) if left < 0 => Some(out_of_instructions(limit)),
+            Ok(()) => None,
+        };
         // Past the limit the message is charged the limit.
         (limit - left.clamp(0, limit as i64) as u64, trap)
     }
@@ -239,9 +245,10 @@ thread_local! {
     /// module is compiled once however many simulators install it.
     /// wasmi's own fuel is off: the instrumented module counts.
     static ENGINE: Engine = Engine::default();
-    static MODULES: RefCell<BTreeMap<Metering, BTreeMap<Vec<u8>, Rc<CompiledModule>>>> =
-        const { RefCell::new(BTreeMap::new()) };
+    static MODULES: RefCell<BTreeMap<Metering, ModulesByWasm>> = const { RefCell::new(BTreeMap::new()) };
 }
+
+type ModulesByWasm = BTreeMap<Vec<u8>, Rc<CompiledModule>>;
 
 /// The wasm engine.
 pub fn engine() -> Engine {

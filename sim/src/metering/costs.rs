@@ -35,18 +35,40 @@ pub fn instruction(op: &Operator, memory64: bool) -> u64 {
         I32TruncF32S | I32TruncF32U | I32TruncF64S | I32TruncF64U | I64TruncF32S | I64TruncF32U
         | I64TruncF64S | I64TruncF64U | I32TruncSatF32S | I32TruncSatF32U | I32TruncSatF64S
         | I32TruncSatF64U | I64TruncSatF32S | I64TruncSatF32U | I64TruncSatF64S | I64TruncSatF64U => 20,
-        I32Load { .. } | I64Load { .. } | F32Load { .. } | F64Load { .. } | I32Load8S { .. }
-        | I32Load8U { .. } | I32Load16S { .. } | I32Load16U { .. } | I64Load8S { .. } | I64Load8U { .. }
-        | I64Load16S { .. } | I64Load16U { .. } | I64Load32S { .. } | I64Load32U { .. } | I32Store { .. }
-        | I64Store { .. } | F32Store { .. } | F64Store { .. } | I32Store8 { .. } | I32Store16 { .. }
-        | I64Store8 { .. } | I64Store16 { .. } | I64Store32 { .. } => memory_access,
+        I32Load { .. }
+        | I64Load { .. }
+        | F32Load { .. }
+        | F64Load { .. }
+        | I32Load8S { .. }
+        | I32Load8U { .. }
+        | I32Load16S { .. }
+        | I32Load16U { .. }
+        | I64Load8S { .. }
+        | I64Load8U { .. }
+        | I64Load16S { .. }
+        | I64Load16U { .. }
+        | I64Load32S { .. }
+        | I64Load32U { .. }
+        | I32Store { .. }
+        | I64Store { .. }
+        | F32Store { .. }
+        | F64Store { .. }
+        | I32Store8 { .. }
+        | I32Store16 { .. }
+        | I64Store8 { .. }
+        | I64Store16 { .. }
+        | I64Store32 { .. } => memory_access,
         GlobalGet { .. } | GlobalSet { .. } => 2,
         TableGet { .. } | TableSet { .. } => 5,
         MemoryGrow { .. } | TableGrow { .. } => 300,
         MemorySize { .. } => 20,
         TableSize { .. } => 100,
         // Plus the size operand, charged when the instruction runs.
-        MemoryFill { .. } | MemoryCopy { .. } | MemoryInit { .. } | TableFill { .. } | TableCopy { .. }
+        MemoryFill { .. }
+        | MemoryCopy { .. }
+        | MemoryInit { .. }
+        | TableFill { .. }
+        | TableCopy { .. }
         | TableInit { .. } => BULK_MEMORY,
         DataDrop { .. } | ElemDrop { .. } => 300,
         Call { .. } => 5,

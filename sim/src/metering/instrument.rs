@@ -5,19 +5,33 @@
 //! A mutable i64 global, the counter, is set to the message's limit before
 //! each execution and counts down. Each basic block subtracts the summed
 //! cost of its instructions when it is entered, so code that is skipped is
-//! never charged; function entries and loop headers then check that the
-//! counter is not negative. Bulk memory instructions also subtract their
-//! size operand, through an added function. Host functions charge the same
-//! counter ([`crate::system_api`]).
+//! never charged; loop headers then check that the counter is not negative.
+//! Bulk memory instructions also subtract their size operand, through an
+//! added function. Host functions charge the same counter and check it
+//! ([`crate::system_api`]), and so does the end of a message
+//! ([`crate::code`]). The counts are the replica's; how they are kept
+//! differs in three ways, none of which changes a count:
 //!
-//! One difference: the replica calls an imported `out_of_instructions`
-//! when the counter is negative. Adding an import would renumber every
-//! function of the module, so the check executes `unreachable` instead, and
-//! the simulator tells the two traps apart by the counter, which is
-//! negative only past the limit.
+//! - A function that only direct calls reach (not exported, not in a table,
+//!   not the start function, never `ref.func`) has the cost of its entry
+//!   block charged by its caller, added to the calling block's charge when
+//!   the call is the first of its block (nothing before it in the block can
+//!   observe the counter), else just before the call. A wasmi call is then
+//!   no dearer than without metering.
+//! - The replica also checks the counter at every function entry. Without
+//!   that check a message past its limit runs a little further (to the next
+//!   loop header, system call or its end) before it traps; it traps with
+//!   the same error, is charged its limit, and what it did is undone. An
+//!   endless recursion overflows wasmi's stack first, as it overflows the
+//!   replica's.
+//! - The replica calls an imported `out_of_instructions` when the counter is
+//!   negative. Adding an import would renumber every function, so the check
+//!   executes `unreachable` instead, and the simulator tells the two traps
+//!   apart by the counter, which is negative only past the limit.
 
+use std::collections::BTreeSet;
 use wasm_encoder::{BlockType, Encode, Function, Instruction, ValType};
-use wasmparser::{FunctionBody, Operator, Parser, Payload, TypeRef};
+use wasmparser::{ElementItems, ExternalKind, FunctionBody, Operator, Parser, Payload, TypeRef};
 
 use super::costs;
 use crate::module::{WasmError, append_entry, section_contents, splice};
@@ -38,12 +52,26 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
     let module = Scan::of(wasm)?;
     let counter = module.imported_globals + module.defined_globals;
     let helper = module.imported_functions + module.defined_functions;
-    let rules = Rules { counter, helper, memory64: module.memory64 };
+    let rules = Rules { counter, helper };
+
+    let bodies = module.bodies.iter().map(Body::read).collect::<Result<Vec<_>, _>>()?;
+    // The entry block cost of each function that only direct calls reach.
+    let hoisted: Vec<Option<u64>> = (module.imported_functions..)
+        .zip(&bodies)
+        .map(|(index, body)| {
+            (!module.referenced.contains(&index)).then(|| entry_cost(&body.ops, module.memory64))
+        })
+        .collect();
+    let hoist = |function: u32| {
+        let defined = function.checked_sub(module.imported_functions)?;
+        hoisted.get(defined as usize).copied().flatten()
+    };
 
     let mut code = vec![];
-    (module.bodies.len() as u32 + 1).encode(&mut code);
-    for body in &module.bodies {
-        rules.meter(wasm, body)?.as_slice().encode(&mut code);
+    (bodies.len() as u32 + 1).encode(&mut code);
+    for (body, own) in bodies.iter().zip(&hoisted) {
+        let points = points(&body.ops, module.memory64, own.is_some(), &hoist);
+        rules.meter(wasm, body, &points).as_slice().encode(&mut code);
     }
     rules.helper_body().encode(&mut code);
 
@@ -76,12 +104,18 @@ struct Scan<'a> {
     defined_functions: u32,
     defined_globals: u32,
     memory64: bool,
+    /// Functions reachable other than by a direct call: exported, in an
+    /// element segment, the start function, or taken by `ref.func`.
+    referenced: BTreeSet<u32>,
     bodies: Vec<FunctionBody<'a>>,
+}
+
+fn invalid(e: wasmparser::BinaryReaderError) -> WasmError {
+    WasmError::Invalid(e.to_string())
 }
 
 impl<'a> Scan<'a> {
     fn of(wasm: &'a [u8]) -> Result<Self, WasmError> {
-        let invalid = |e: wasmparser::BinaryReaderError| WasmError::Invalid(e.to_string());
         let mut scan = Scan::default();
         let mut memories = vec![];
         for payload in Parser::new(0).parse_all(wasm) {
@@ -102,18 +136,86 @@ impl<'a> Scan<'a> {
                     }
                 }
                 Payload::FunctionSection(reader) => scan.defined_functions = reader.count(),
-                Payload::GlobalSection(reader) => scan.defined_globals = reader.count(),
+                Payload::GlobalSection(reader) => {
+                    scan.defined_globals = reader.count();
+                    for global in reader {
+                        scan.add_ref_funcs(global.map_err(invalid)?.init_expr.get_operators_reader())?;
+                    }
+                }
                 Payload::MemorySection(reader) => {
                     for memory in reader {
                         memories.push(memory.map_err(invalid)?.memory64);
                     }
                 }
-                Payload::CodeSectionEntry(body) => scan.bodies.push(body),
+                Payload::ExportSection(reader) => {
+                    for export in reader {
+                        let export = export.map_err(invalid)?;
+                        if export.kind == ExternalKind::Func {
+                            scan.referenced.insert(export.index);
+                        }
+                    }
+                }
+                Payload::StartSection { func, .. } => {
+                    scan.referenced.insert(func);
+                }
+                Payload::ElementSection(reader) => {
+                    for element in reader {
+                        match element.map_err(invalid)?.items {
+                            ElementItems::Functions(functions) => {
+                                for f in functions {
+                                    scan.referenced.insert(f.map_err(invalid)?);
+                                }
+                            }
+                            ElementItems::Expressions(_, exprs) => {
+                                for expr in exprs {
+                                    scan.add_ref_funcs(expr.map_err(invalid)?.get_operators_reader())?;
+                                }
+                            }
+                        }
+                    }
+                }
+                Payload::CodeSectionEntry(body) => {
+                    scan.add_ref_funcs(body.get_operators_reader().map_err(invalid)?)?;
+                    scan.bodies.push(body);
+                }
                 _ => {}
             }
         }
         scan.memory64 = memories.first().copied().unwrap_or(false);
         Ok(scan)
+    }
+
+    fn add_ref_funcs(&mut self, mut reader: wasmparser::OperatorsReader) -> Result<(), WasmError> {
+        while !reader.eof() {
+            if let Operator::RefFunc { function_index } = reader.read().map_err(invalid)? {
+                self.referenced.insert(function_index);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A function body, read: its instructions and where each starts.
+struct Body<'a> {
+    /// The locals declaration, as bytes.
+    locals: std::ops::Range<usize>,
+    ops: Vec<Operator<'a>>,
+    /// Where each instruction starts, and where the body ends.
+    starts: Vec<usize>,
+}
+
+impl<'a> Body<'a> {
+    fn read(body: &FunctionBody<'a>) -> Result<Self, WasmError> {
+        let mut reader = body.get_operators_reader().map_err(invalid)?;
+        let locals = body.range().start..reader.original_position();
+        let (mut ops, mut starts) = (vec![], vec![]);
+        while !reader.eof() {
+            let (op, start) = reader.read_with_offset().map_err(invalid)?;
+            ops.push(op);
+            starts.push(start);
+        }
+        starts.push(body.range().end);
+        Ok(Self { locals, ops, starts })
     }
 }
 
@@ -126,41 +228,85 @@ struct Point {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Charge {
-    /// A basic block's summed cost; a re-entrant block (function entry, loop
-    /// body) also checks the counter.
+    /// A basic block's summed cost; a loop body also checks the counter.
     Block { cost: u64, reentrant: bool },
     /// The size operand on top of the stack (i64 if `wide`).
     Size { wide: bool },
 }
 
-/// Where each block of `ops` starts and what it costs ([INS] `injections`):
-/// a block ends at (and includes) `loop`, `if`, `else`, `br`, `br_if`,
-/// `br_table`, `end`, `return`, `unreachable` and the tail calls.
-fn points(ops: &[Operator], memory64: bool) -> Vec<Point> {
+/// Whether `op` ends a basic block ([INS] `injections`): the next
+/// instruction starts a new one.
+fn ends_block(op: &Operator) -> bool {
+    use Operator::*;
+    matches!(
+        op,
+        Loop { .. }
+            | If { .. }
+            | Else
+            | Br { .. }
+            | BrIf { .. }
+            | BrTable { .. }
+            | End
+            | Return
+            | Unreachable
+            | ReturnCall { .. }
+            | ReturnCallIndirect { .. }
+    )
+}
+
+/// The cost of a function's entry block.
+fn entry_cost(ops: &[Operator], memory64: bool) -> u64 {
+    let end = ops.iter().position(ends_block).map_or(ops.len(), |i| i + 1);
+    costs::FUNCTION_ENTRY + ops[..end].iter().map(|op| costs::instruction(op, memory64)).sum::<u64>()
+}
+
+/// Where each block of `ops` starts and what it costs. `hoisted`: this
+/// function's entry block is charged by its callers. `hoist`: the entry
+/// cost of a function this one may charge for, if any.
+fn points(ops: &[Operator], memory64: bool, hoisted: bool, hoist: &dyn Fn(u32) -> Option<u64>) -> Vec<Point> {
     use Operator::*;
     let mut points = vec![];
-    let mut block = Point { before: 0, charge: Charge::Block { cost: costs::FUNCTION_ENTRY, reentrant: true } };
+    let mut block =
+        Point { before: 0, charge: Charge::Block { cost: costs::FUNCTION_ENTRY, reentrant: false } };
+    let mut in_entry = true;
+    // A call earlier in the block: what it runs may read the counter.
+    let mut called = false;
     for (i, op) in ops.iter().enumerate() {
         if let Charge::Block { cost, .. } = &mut block.charge {
             *cost += costs::instruction(op, memory64);
         }
-        let next_reentrant = match op {
-            Loop { .. } => Some(true),
-            If { .. } | Else | Br { .. } | BrIf { .. } | BrTable { .. } | End | Return | Unreachable
-            | ReturnCall { .. } | ReturnCallIndirect { .. } => Some(false),
+        match op {
+            Call { function_index } | ReturnCall { function_index } => {
+                if let Some(entry) = hoist(*function_index) {
+                    // Not into a block that is itself charged by the callers.
+                    let first = !called && !(in_entry && hoisted);
+                    match &mut block.charge {
+                        Charge::Block { cost, .. } if first && matches!(op, Call { .. }) => *cost += entry,
+                        _ => points.push(Point {
+                            before: i,
+                            charge: Charge::Block { cost: entry, reentrant: false },
+                        }),
+                    }
+                }
+                called = true;
+            }
+            CallIndirect { .. } => called = true,
             MemoryFill { .. } | MemoryCopy { .. } | TableFill { .. } | TableCopy { .. } => {
                 points.push(Point { before: i, charge: Charge::Size { wide: memory64 } });
-                None
             }
             // Their size operand is an i32 even with 64-bit memory.
             MemoryInit { .. } | TableInit { .. } => {
                 points.push(Point { before: i, charge: Charge::Size { wide: false } });
-                None
             }
-            _ => None,
-        };
-        if let Some(reentrant) = next_reentrant {
-            points.push(block);
+            _ => {}
+        }
+        if ends_block(op) {
+            if !(in_entry && hoisted) {
+                points.push(block);
+            }
+            in_entry = false;
+            called = false;
+            let reentrant = matches!(op, Loop { .. });
             block = Point { before: i + 1, charge: Charge::Block { cost: 0, reentrant } };
         }
     }
@@ -176,33 +322,22 @@ fn points(ops: &[Operator], memory64: bool) -> Vec<Point> {
 struct Rules {
     counter: u32,
     helper: u32,
-    memory64: bool,
 }
 
 impl Rules {
-    /// `body` with its charges, unsized: its locals as they were, then its
-    /// instructions, copied byte for byte, with the charges between them.
-    fn meter(&self, wasm: &[u8], body: &FunctionBody) -> Result<Vec<u8>, WasmError> {
-        let invalid = |e: wasmparser::BinaryReaderError| WasmError::Invalid(e.to_string());
-        let mut reader = body.get_operators_reader().map_err(invalid)?;
-        let locals = &wasm[body.range().start..reader.original_position()];
-        let mut ops = vec![];
-        let mut starts = vec![];
-        while !reader.eof() {
-            let (op, start) = reader.read_with_offset().map_err(invalid)?;
-            ops.push(op);
-            starts.push(start);
-        }
-        starts.push(body.range().end);
-        let mut bytes = locals.to_vec();
-        let mut points = points(&ops, self.memory64).into_iter().peekable();
-        for i in 0..ops.len() {
+    /// `body` with its charges at `points`, unsized: its locals as they
+    /// were, then its instructions, copied byte for byte, with the charges
+    /// between them.
+    fn meter(&self, wasm: &[u8], body: &Body, points: &[Point]) -> Vec<u8> {
+        let mut bytes = wasm[body.locals.clone()].to_vec();
+        let mut points = points.iter().peekable();
+        for i in 0..body.ops.len() {
             while let Some(point) = points.next_if(|p| p.before == i) {
                 self.charge(point.charge, &mut bytes);
             }
-            bytes.extend_from_slice(&wasm[starts[i]..starts[i + 1]]);
+            bytes.extend_from_slice(&wasm[body.starts[i]..body.starts[i + 1]]);
         }
-        Ok(bytes)
+        bytes
     }
 
     fn charge(&self, charge: Charge, out: &mut Vec<u8>) {
@@ -230,7 +365,14 @@ impl Rules {
 
     fn trap_if_negative(&self) -> [Instruction<'static>; 6] {
         use Instruction as I;
-        [I::GlobalGet(self.counter), I::I64Const(0), I::I64LtS, I::If(BlockType::Empty), I::Unreachable, I::End]
+        [
+            I::GlobalGet(self.counter),
+            I::I64Const(0),
+            I::I64LtS,
+            I::If(BlockType::Empty),
+            I::Unreachable,
+            I::End,
+        ]
     }
 
     /// `(func (param $size i64) (result i64))`: subtracts `$size` from the
@@ -297,21 +439,36 @@ mod tests {
         assert_eq!(m.counter, 3);
     }
 
-    #[test]
-    fn blocks_that_cost_nothing_get_no_code_but_loop_headers_do() {
-        let ops = [Operator::Block { blockty: wasmparser::BlockType::Empty }, Operator::End, Operator::End];
-        assert_eq!(points_of(&ops), [(0, 1, true)]);
-        let ops = [Operator::Loop { blockty: wasmparser::BlockType::Empty }, Operator::End, Operator::End];
-        assert_eq!(points_of(&ops), [(0, 1, true), (1, 0, true)]);
-    }
-
-    fn points_of(ops: &[Operator]) -> Vec<(usize, u64, bool)> {
-        points(ops, false)
+    fn points_of(ops: &[Operator], hoisted: bool) -> Vec<(usize, u64, bool)> {
+        let hoist = |f: u32| (f == 7).then_some(40);
+        points(ops, false, hoisted, &hoist)
             .into_iter()
             .map(|p| match p.charge {
                 Charge::Block { cost, reentrant } => (p.before, cost, reentrant),
                 Charge::Size { .. } => (p.before, u64::MAX, false),
             })
             .collect()
+    }
+
+    #[test]
+    fn blocks_that_cost_nothing_get_no_code_but_loop_headers_do() {
+        use wasmparser::BlockType::Empty;
+        let ops = [Operator::Block { blockty: Empty }, Operator::End, Operator::End];
+        assert_eq!(points_of(&ops, false), [(0, 1, false)]);
+        let ops = [Operator::Loop { blockty: Empty }, Operator::End, Operator::End];
+        assert_eq!(points_of(&ops, false), [(0, 1, false), (1, 0, true)]);
+    }
+
+    #[test]
+    fn a_direct_callee_entry_is_charged_in_the_first_calling_block_else_at_the_call() {
+        let call = |f| Operator::Call { function_index: f };
+        // Function 7 is hoistable (entry cost 40); 3 is not.
+        let ops = [call(7), call(7), Operator::Drop, Operator::End];
+        assert_eq!(points_of(&ops, false), [(0, 1 + 5 + 40 + 5 + 1, false), (1, 40, false)]);
+        let ops = [call(3), call(7), Operator::End];
+        assert_eq!(points_of(&ops, false), [(0, 11, false), (1, 40, false)]);
+        // A hoisted function's own entry block is charged by its callers:
+        // what it calls is charged at the call.
+        assert_eq!(points_of(&[call(7), Operator::End], true), [(0, 40, false)]);
     }
 }

@@ -1,0 +1,38 @@
+//! Instructions per ping of the caller and of the callee, as the simulator
+//! counts them, for the strategies the README's batching advice compares:
+//! `cargo run --release --example instructions_per_ping`.
+//!
+//! The caller's figure is what its own `performance_counter` reports for
+//! the plan (what a sweep shows); the callee's is every execution the
+//! simulator charged it (its statistics), so it is simulator-only.
+
+use interface::{Plan, Strategy};
+use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::scenario::{self, Topology};
+
+fn main() -> anyhow::Result<()> {
+    let wasms = canister_wasm::caller_and_callee()?;
+    println!("| strategy | n | caller / ping | callee / ping |\n|---|---:|---:|---:|");
+    for (strategy, k, n) in [
+        (Strategy::Sequential, None, 100),
+        (Strategy::Parallel, None, 100),
+        (Strategy::Parallel, None, 2000),
+        (Strategy::Bounded, Some(100), 2000),
+        (Strategy::Batched, Some(100), 2000),
+    ] {
+        let mut engine = SimEngine::start(Topology::CrossSubnet.subnets());
+        let deployment = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms)?;
+        let callee_before = engine.sim().stats(deployment.callee())?.instructions;
+        let plan = Plan { k, ..Plan::new(strategy, n) };
+        let run = scenario::run_plan(&mut engine, &deployment, &plan)?;
+        let callee = engine.sim().stats(deployment.callee())?.instructions - callee_before;
+        let k = k.map_or(String::new(), |k| format!(" (k = {k})"));
+        println!(
+            "| {}{k} | {n} | {:.0} | {:.0} |",
+            strategy.name(),
+            run.report.instructions as f64 / n as f64,
+            callee as f64 / n as f64
+        );
+    }
+    Ok(())
+}
