@@ -279,7 +279,7 @@ fn points(ops: &[Operator], memory64: bool, hoisted: bool, hoist: &dyn Fn(u32) -
             Call { function_index } | ReturnCall { function_index } => {
                 if let Some(entry) = hoist(*function_index) {
                     // Not into a block that is itself charged by the callers.
-                    let first = !called && !(in_entry && hoisted);
+                    let first = !(called || in_entry && hoisted);
                     match &mut block.charge {
                         Charge::Block { cost, .. } if first && matches!(op, Call { .. }) => *cost += entry,
                         _ => points.push(Point {
