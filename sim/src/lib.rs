@@ -2,7 +2,7 @@
 //! real canister wasm (on wasmi), counting instructions as the replica does.
 //!
 //! What it models: subnets that run in rounds (ascending subnet-id byte
-//! order, each round within an instruction budget); per (caller, callee)
+//! order, each round within a budget per scheduler thread); per (caller, callee)
 //! pair queues with 500 request slots, held until the response is
 //! consumed; call contexts that answer exactly once, and callbacks; the
 //! `ic0` system API that ic-cdk uses (any other `ic0` import loads and traps

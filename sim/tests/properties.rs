@@ -145,6 +145,7 @@ proptest! {
         round in any::<u64>(),
         slice in any::<u64>(),
         overhead in any::<u64>(),
+        cores in any::<usize>(),
         xnet_latency_rounds in any::<u64>(),
         max_instructions in prop_oneof![Just(0), Just(u64::MAX), 0..1_000_000u64],
     ) {
@@ -158,6 +159,7 @@ proptest! {
         config.round_limits.max_instructions_per_slice = slice;
         config.round_limits.overhead_per_execution = overhead;
         config.round_limits.overhead_per_canister_for_finalization = overhead;
+        config.round_limits.scheduler_cores = cores;
         let mut w = world_with(Sim::builder().with_config(config), 2, 1, 1);
         let (probe, callee) = (w.probe, w.callees[0]);
         w.sim.advance_time(advance);

@@ -8,13 +8,14 @@ use super::routing::Subnet;
 use crate::bench::Tracing;
 use crate::code;
 
-/// A round's instruction budget and the scheduler's overheads, as in the
-/// replica's `SchedulerConfig` for application subnets
+/// A round's instruction budget, its scheduler threads and overheads, as in
+/// the replica's `SchedulerConfig` for application subnets
 /// (`rs/config/src/subnet_config.rs`). Instructions are counted as the
 /// replica counts them (see the crate's metering).
 #[derive(Clone, Copy, Debug)]
 pub struct RoundLimits {
-    /// Instructions one round may execute.
+    /// Instructions one round may execute on one scheduler thread (the
+    /// replica's doc: "on one thread").
     pub max_instructions_per_round: u64,
     /// No message starts once less than this is left of the round.
     pub max_instructions_per_slice: u64,
@@ -24,6 +25,13 @@ pub struct RoundLimits {
     pub overhead_per_canister: u64,
     /// Charged for every canister on the subnet after each iteration.
     pub overhead_per_canister_for_finalization: u64,
+    /// Scheduler threads. Each gets the round's remaining budget, so a
+    /// subnet executes up to this many times one thread's budget while one
+    /// canister, which runs on one thread, never gets more than one thread's.
+    /// 4 on application subnets (`scheduler_cores =
+    /// NUMBER_OF_EXECUTION_THREADS`, `rs/config/src/subnet_config.rs`);
+    /// 1 gives the whole subnet one budget, as this simulator did before.
+    pub scheduler_cores: usize,
 }
 
 impl Default for RoundLimits {
@@ -34,6 +42,7 @@ impl Default for RoundLimits {
             overhead_per_execution: 2_000_000,
             overhead_per_canister: 8_000_000,
             overhead_per_canister_for_finalization: 12_000,
+            scheduler_cores: 4,
         }
     }
 }
@@ -49,7 +58,7 @@ pub struct SimConfig {
     pub time_step_ns: u64,
     /// Cycles a new canister starts with (PocketIC: 100 T).
     pub initial_cycles: u128,
-    /// Each round's instruction budget.
+    /// Each round's instruction budget and scheduler threads.
     pub round_limits: RoundLimits,
     /// Rounds between the round that sends a message to another subnet and
     /// the first round that may induct it. 0 is PocketIC's behaviour: the

@@ -1,4 +1,5 @@
-//! Rounds: what a tick executes on each subnet, within its instruction budget.
+//! Rounds: what a tick executes on each subnet, within the instruction
+//! budget of each of its scheduler threads.
 
 use candid::Principal;
 
@@ -37,19 +38,20 @@ impl Sim {
             self.deliver(subnet, message);
         }
         let limits = self.config.round_limits;
-        // A message may start while the round has used at most this much
-        // (the replica's `max_instructions_per_round - max_slice + 1`).
-        let start_limit = limits
+        // What each thread may still use; a thread starts a message while it
+        // has some left. The round starts with `max_instructions_per_round -
+        // max_slice + 1`, so that a message started on the last instruction
+        // still fits in the round (`rs/execution_environment/src/scheduler.rs`).
+        let mut budget = limits
             .max_instructions_per_round
             .saturating_sub(limits.max_instructions_per_slice)
             .saturating_add(1);
         let finalization = limits
             .overhead_per_canister_for_finalization
             .saturating_mul(self.subnets[subnet].canisters.len() as u64);
-        let mut used = 0;
         // Timers are looked at in a round's first iteration only.
         let mut timers = true;
-        while used < start_limit {
+        while budget > 0 {
             let active: Vec<Principal> = self.subnets[subnet]
                 .canisters
                 .iter()
@@ -59,23 +61,38 @@ impl Sim {
             if active.is_empty() {
                 break;
             }
+            // The replica deals the active canisters to its threads
+            // round-robin and gives every thread the whole remaining budget
+            // (`partition_canisters_to_cores`, `execute_canisters_in_inner_round`).
+            // The threads here are only accounts: canisters still execute one
+            // after another in id order, which keeps outputs deterministic.
+            let threads = limits.scheduler_cores.clamp(1, active.len());
+            let mut used = vec![0u64; threads];
             let mut outputs = vec![];
-            for id in active {
+            for (i, id) in active.into_iter().enumerate() {
+                let used = &mut used[i % threads];
                 let canister = self.canisters.get_mut(&id).expect("on this subnet");
-                used = used.saturating_add(limits.overhead_per_canister);
                 // What was inducted before this iteration, plus a due timer.
-                for _ in 0..canister.queued().max(1) {
-                    if used >= start_limit {
-                        break;
-                    }
+                let pending = canister.queued().max(1);
+                let mut ran = 0;
+                while ran < pending && *used < budget {
                     let executed = canister.execute_next(time, timers);
                     outputs.extend(executed.outputs);
-                    used = used
+                    *used = used
                         .saturating_add(executed.instructions)
                         .saturating_add(limits.overhead_per_execution);
+                    ran += 1;
+                }
+                // Charged after the canister's turn, if it ran
+                // (`execute_canisters_on_thread`).
+                if ran > 0 {
+                    *used = used.saturating_add(limits.overhead_per_canister);
                 }
             }
-            used = used.saturating_add(finalization);
+            // The threads ran in parallel, so the round loses what the
+            // busiest one used, then the finalization overhead.
+            let busiest = used.into_iter().max().unwrap_or(0);
+            budget = budget.saturating_sub(busiest).saturating_sub(finalization);
             timers = false;
             for output in outputs {
                 self.route(subnet, output);
