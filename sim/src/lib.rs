@@ -17,9 +17,10 @@
 //! What it does not: it is neither PocketIC nor the replica. SIMD
 //! instructions cost 1 each (the replica: 1 to 14); there is no
 //! deterministic time slicing, no storage or ingress fees, no
-//! memory limits or call-argument size limit (a reply over 2 MiB traps, as in
-//! the replica), no dropping of best-effort messages under
-//! load, no scheduling priorities, heartbeats, composite queries or
+//! memory limits (payload limits are the replica's: a call over 10 MiB traps
+//! in `call_data_append`, one over 2 MiB to another subnet is rejected with
+//! `CANISTER_ERROR`, a reply over 2 MiB traps), no dropping of best-effort
+//! messages under load, no scheduling priorities, heartbeats, composite queries or
 //! management canister calls. The README's "Simulator" section has the
 //! details.
 //!

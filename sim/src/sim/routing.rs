@@ -5,7 +5,8 @@ use std::collections::{BTreeSet, VecDeque};
 
 use super::{IngressState, Sim};
 use crate::canister::{Canister, Output};
-use crate::message::{Message, Payload, Reject, RejectCode};
+use crate::message::{Message, Payload, Reject, RejectCode, Response};
+use crate::system_api;
 
 pub(super) struct Subnet {
     pub(super) id: Principal,
@@ -33,6 +34,10 @@ impl Sim {
         };
         match self.canisters.get(&message.receiver()).map(Canister::subnet) {
             Some(to) if to == from => self.deliver(from, message),
+            // Stopped at the border: the reject is inducted at the caller's next round.
+            Some(_) if let Some(reject) = rejected_at_the_border(&message) => {
+                self.subnets[from].inbound.push(Message::Response(reject));
+            }
             Some(to) if self.config.xnet_latency_rounds == 0 => self.subnets[to].inbound.push(message),
             Some(to) => {
                 let arrives = self.ticks.saturating_add(self.config.xnet_latency_rounds);
@@ -71,4 +76,10 @@ impl Sim {
 /// What a message to a canister that does not exist gets.
 pub(super) fn not_found(id: Principal) -> Reject {
     Reject { code: RejectCode::DestinationInvalid, message: format!("Canister {id} not found") }
+}
+
+/// The answer to a request too large to leave its subnet, if it is one.
+fn rejected_at_the_border(message: &Message) -> Option<Response> {
+    let Message::Request(request) = message else { return None };
+    system_api::too_large_for_another_subnet(request).map(|reject| request.rejected(reject))
 }

@@ -3,7 +3,7 @@
 use candid::Principal;
 
 use crate::cycles;
-use crate::message::RejectCode;
+use crate::message::{Reject, RejectCode, Request};
 use wasmi::Error;
 
 use super::linker::{Contexts, Registry, def};
@@ -57,14 +57,15 @@ pub(super) fn register(r: &mut Registry) {
         }
     });
     def!(r, "call_data_append", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
-        let bytes = read(&c, src, size)?;
-        match c.data_mut().exec()?.effects.new_call.as_mut() {
-            Some(call) => {
-                call.arg.extend_from_slice(&bytes);
-                Ok(())
-            }
-            None => trap("call_data_append called without call_new"),
+        // As the replica: first a call under construction, then the size, then the memory.
+        match c.data_mut().exec()?.effects.new_call.as_ref() {
+            Some(call) => within_the_local_limit(call, size as u32 as usize)?,
+            None => return trap("call_data_append called without call_new"),
         }
+        let bytes = read(&c, src, size)?;
+        let call = c.data_mut().exec()?.effects.new_call.as_mut().expect("looked at above");
+        call.arg.extend_from_slice(&bytes);
+        Ok(())
     });
     def!(r, "call_with_best_effort_response", |c: Ctx<'_>, timeout: i32| -> Result<(), Error> {
         match c.data_mut().exec()?.effects.new_call.as_mut() {
@@ -101,6 +102,52 @@ pub(super) fn register(r: &mut Registry) {
 
 /// The longest a bounded-wait call may wait.
 pub const MAX_CALL_TIMEOUT_SECONDS: u32 = 300;
+
+/// The largest request (method name and argument together) that may go to
+/// a canister on another subnet: the replica's
+/// `MAX_INTER_CANISTER_PAYLOAD_IN_BYTES` (`rs/types/src/messages.rs`), 2 MiB.
+pub const MAX_INTER_CANISTER_PAYLOAD_IN_BYTES: usize = 2 << 20;
+
+/// How much larger a request may be while it is built, which is as large as
+/// it may be to a canister on the same subnet: the replica's
+/// `MULTIPLIER_MAX_SIZE_LOCAL_SUBNET`
+/// (`rs/embedders/src/wasmtime_embedder/system_api.rs`), so 10 MiB.
+pub const MULTIPLIER_MAX_SIZE_LOCAL_SUBNET: usize = 5;
+
+/// `ic0.call_data_append` traps when the request would pass 10 MiB, with
+/// the replica's words (`RequestInPrep::extend_method_payload`,
+/// `rs/embedders/src/wasmtime_embedder/system_api/request_in_prep.rs`),
+/// wherever the callee is. The replica applies the 2 MiB limit for other
+/// subnets only when it routes the request, and so does the simulator:
+/// [`too_large_for_another_subnet`].
+fn within_the_local_limit(call: &NewCall, size: usize) -> Result<(), Error> {
+    let limit = MAX_INTER_CANISTER_PAYLOAD_IN_BYTES * MULTIPLIER_MAX_SIZE_LOCAL_SUBNET;
+    let payload_size = call.method.len() + call.arg.len() + size;
+    if payload_size <= limit {
+        return Ok(());
+    }
+    trap(format!(
+        "Canister violated contract: Request to {}:{} has a payload size of {payload_size}, which exceeds the allowed limit of {limit}.",
+        call.callee, call.method
+    ))
+}
+
+/// The answer to a performed request whose method name and argument pass
+/// 2 MiB when it is routed to another subnet: it never leaves, and its
+/// caller gets this reject instead, as from the replica's stream builder
+/// (`StreamBuilderImpl::build_streams_impl`,
+/// `rs/messaging/src/routing/stream_builder.rs`). `call_perform` has
+/// returned 0, so the canister sees it in its reject callback.
+pub fn too_large_for_another_subnet(request: &Request) -> Option<Reject> {
+    let size = request.method.len() + request.arg.len();
+    (size > MAX_INTER_CANISTER_PAYLOAD_IN_BYTES).then(|| Reject {
+        code: RejectCode::CanisterError,
+        message: format!(
+            "Canister {} violated contract: attempted to send a message of size {size} exceeding the limit {MAX_INTER_CANISTER_PAYLOAD_IN_BYTES}",
+            request.sender
+        ),
+    })
+}
 
 /// Returns 0 and keeps the call when a request slot to the callee is free and
 /// the liquid balance covers the prepayment; otherwise returns 2

@@ -23,6 +23,7 @@ use wasmi::{Caller, Error, Global, Memory, Val};
 
 use crate::stable::{OutOfBounds, StableMemory};
 
+pub use calls::too_large_for_another_subnet;
 pub use linker::linker;
 pub use message_state::{Effects, EntryKind, Execution, MessageContext, PerformedCall};
 pub use tape::TapeEvent;

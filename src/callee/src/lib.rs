@@ -1,4 +1,8 @@
 //! The callee canister: the target of the caller's fan-out.
+//!
+//! Endpoints with arguments decode them with [`endpoint_args`] (a reject
+//! naming the method and the type for an argument of another type), so
+//! `hidden` leaves their export to `candid_method`, with the real types.
 
 use candid::Principal;
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
@@ -47,7 +51,8 @@ fn ping() {
 /// Acknowledges a batch of pings in one call, with one result per ping in
 /// the request's order, as ICRC-4 batch methods answer; a blob keeps
 /// encoding and decoding the results cheap. Nonce-tagged pings execute once.
-#[ic_cdk::update]
+#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(update)]
 fn ping_batch(batch: PingBatch) -> ByteBuf {
     if batch.count > PingBatch::MAX_COUNT {
         ic_cdk::trap(format!(
@@ -81,7 +86,8 @@ fn batch_nonces(first: u64, count: u32) -> Result<impl Iterator<Item = u64>, Str
 
 /// A ping tagged with a nonce: executed once however often it arrives (a
 /// caller may retry after `SYS_UNKNOWN`). True if it was executed now.
-#[ic_cdk::update]
+#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(update)]
 fn ping_once(nonce: u64) -> bool {
     execute_once(nonce)
 }

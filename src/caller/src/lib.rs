@@ -2,6 +2,12 @@
 //! are read are in [`calls`], the paces in [`fan_out`], plans and their
 //! checks in [`plan`], retrying jobs in [`jobs`], the rules in [`guards`],
 //! stable memory in [`memory`].
+//!
+//! Every endpoint with arguments decodes them with [`endpoint_args`]: an
+//! argument that is not candid of the method's type is rejected with a
+//! message naming the method and the type, not ic-cdk's panic text. ic-cdk
+//! would then export the argument as `blob`, so `hidden` leaves the export
+//! to `candid_method` on the same function, with the real types.
 
 mod calls;
 mod fan_out;
@@ -37,7 +43,8 @@ fn reject(message: impl ToString) -> ! {
     ic_cdk::trap(message.to_string())
 }
 
-#[ic_cdk::update(guard = "caller_is_controller")]
+#[ic_cdk::update(guard = "caller_is_controller", decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(update)]
 fn setup_callee(callee: Principal) {
     let callee = guards::check_callee(callee, canister_self()).unwrap_or_else(|e| reject(e));
     CALLEE.with(|c| c.borrow_mut().set(Some(callee)));
@@ -54,31 +61,36 @@ fn validate(plan: Plan, retry: Option<RetryPolicy>) -> ValidPlan {
     plan::validate(plan, retry, callee, canister_self()).unwrap_or_else(|e| reject(e))
 }
 
-#[ic_cdk::update(guard = "caller_is_controller")]
+#[ic_cdk::update(guard = "caller_is_controller", decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(update)]
 async fn sequential_calls(n: u64) -> u64 {
     calls::run(validate(Plan::new(Strategy::Sequential, n), None)).await.succeeded
 }
 
-#[ic_cdk::update(guard = "caller_is_controller")]
+#[ic_cdk::update(guard = "caller_is_controller", decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(update)]
 async fn parallel_calls(n: u64) -> u64 {
     calls::run(validate(Plan::new(Strategy::Parallel, n), None)).await.succeeded
 }
 
 /// Runs a plan in this call and replies with its report. (Retries run
 /// from timers, outside this call: plans that retry run as jobs.)
-#[ic_cdk::update(guard = "caller_is_controller")]
+#[ic_cdk::update(guard = "caller_is_controller", decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(update)]
 async fn run_plan(plan: Plan) -> Report {
     calls::run(validate(plan, None)).await
 }
 
 /// Starts a plan as a job, retrying with `retry` if given, and replies with
 /// its id at once; `job_status` tells how it goes.
-#[ic_cdk::update(guard = "caller_is_controller")]
+#[ic_cdk::update(guard = "caller_is_controller", decode_with = "endpoint_args::decode_args", hidden)]
+#[candid::candid_method(update)]
 fn start_job(plan: Plan, retry: Option<RetryPolicy>) -> u64 {
     jobs::runtime::start(validate(plan, retry)).unwrap_or_else(|e| reject(e))
 }
 
-#[ic_cdk::query]
+#[ic_cdk::query(decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(query)]
 fn job_status(id: u64) -> Option<Report> {
     jobs::runtime::status(id)
 }

@@ -2,14 +2,19 @@
 //! random bytes, well-formed candid of the wrong type, and boundary values.
 //! Each is answered (a reject, or a reply for a value that is allowed),
 //! never with a panic of the simulator, and changes nothing: no ping is
-//! sent, the stored callee stays, no job starts, no nonce is taken.
+//! sent, the stored callee stays, no job starts. An argument that does not
+//! decode as the method's type is rejected with a message that names the
+//! method and that type.
 
-use candid::{Principal, encode_args, encode_one};
+use candid::{CandidType, Principal, encode_one};
+use endpoint_args::testing::{Endpoint, endpoints_with_arguments, reject_for};
+use interface::{PingBatch, Plan, RetryPolicy};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use serde_bytes::ByteBuf;
 use sim::Sim;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 
 fn controller() -> Principal {
     Principal::self_authenticating(b"fuzz tests")
@@ -26,16 +31,55 @@ fn world() -> World {
     let mut sim = Sim::builder().with_subnet().build();
     let caller = sim.create_canister(0, vec![controller()]).unwrap();
     let callee = sim.create_canister(0, vec![controller()]).unwrap();
-    let no_arg = encode_args(()).unwrap();
+    let no_arg = candid::encode_args(()).unwrap();
     sim.install_canister(caller, &wasms.caller, no_arg.clone(), controller()).unwrap();
     sim.install_canister(callee, &wasms.callee, no_arg, controller()).unwrap();
     sim.update_call(caller, controller(), "setup_callee", encode_one(callee).unwrap()).unwrap();
     World { sim, caller, callee }
 }
 
-const CALLER_UPDATES: [&str; 5] =
-    ["setup_callee", "sequential_calls", "parallel_calls", "run_plan", "start_job"];
-const CALLEE_UPDATES: [&str; 2] = ["ping_batch", "ping_once"];
+/// Which canister an endpoint belongs to.
+#[derive(Clone, Copy, Debug)]
+enum Canister {
+    Caller,
+    Callee,
+}
+
+/// Every endpoint of both canisters that takes an argument, as their .did
+/// files declare them, with the type an undecodable argument's reject names.
+fn endpoints() -> Vec<(Canister, Endpoint)> {
+    let caller = endpoints_with_arguments(include_str!("../caller.did"));
+    let callee = endpoints_with_arguments(include_str!("../../callee/callee.did"));
+    let all: Vec<_> = caller
+        .into_iter()
+        .map(|e| (Canister::Caller, e))
+        .chain(callee.into_iter().map(|e| (Canister::Callee, e)))
+        .collect();
+    assert_eq!(all.len(), 8, "6 caller and 2 callee endpoints take arguments: {all:?}");
+    all
+}
+
+/// Whether the canister decodes `argument` for `method` (then its checks,
+/// not the decoder, answer it).
+fn decodes(method: &str, argument: &[u8]) -> bool {
+    use endpoint_args::decode;
+    match method {
+        "setup_callee" => decode::<(Principal,)>(argument).is_ok(),
+        "sequential_calls" | "parallel_calls" | "job_status" | "ping_once" => {
+            decode::<(u64,)>(argument).is_ok()
+        }
+        "run_plan" => decode::<(Plan,)>(argument).is_ok(),
+        "start_job" => decode::<(Plan, Option<RetryPolicy>)>(argument).is_ok(),
+        "ping_batch" => decode::<(PingBatch,)>(argument).is_ok(),
+        other => panic!("the fuzz test does not know {other}'s argument type: add it here"),
+    }
+}
+
+/// Candid of a shape no argument has.
+#[derive(CandidType, Clone, Debug)]
+struct Nonce {
+    nonce: u64,
+}
 
 /// Arguments no endpoint accepts, or accepts only to refuse their values.
 fn hostile_argument() -> impl Strategy<Value = Vec<u8>> {
@@ -48,6 +92,10 @@ fn hostile_argument() -> impl Strategy<Value = Vec<u8>> {
         Just(encode_one(vec![Principal::anonymous(); 10_000]).unwrap()),
         // "DIDL" with a type table that claims far more than it holds.
         Just(b"DIDL\xff\xff\xff\xff\x0f".to_vec()),
+        prop::collection::vec(any::<u8>(), 0..100).prop_map(|tail| [b"DIDL".to_vec(), tail].concat()),
+        any::<bool>().prop_map(|b| encode_one(b).unwrap()),
+        any::<u64>().prop_map(|nonce| encode_one(Nonce { nonce }).unwrap()),
+        Just(candid::encode_args(()).unwrap()),
     ]
 }
 
@@ -61,42 +109,64 @@ fn assert_unchanged(w: &mut World, case: &str) {
     assert_eq!(jobs, None, "{case}: a job started");
 }
 
-/// How many hostile arguments a run tries (each against one caller and one
-/// callee method).
+/// How many hostile arguments a run tries (each against every endpoint
+/// that takes an argument).
 const CASES: u32 = 64;
 
 #[test]
 fn no_endpoint_panics_or_changes_anything_on_hostile_input() {
     let mut runner = TestRunner::new(ProptestConfig { cases: CASES, ..ProptestConfig::default() });
+    let endpoints = endpoints();
     let cases = Cell::new(0);
-    let strategy = (hostile_argument(), 0..CALLER_UPDATES.len(), 0..CALLEE_UPDATES.len());
-    let outcome = runner.run(&strategy, |(argument, caller_method, callee_method)| {
+    // Per method: arguments that did not decode, each rejected by name and type.
+    let undecodable = RefCell::new(BTreeMap::<String, u32>::new());
+    let outcome = runner.run(&hostile_argument(), |argument| {
         cases.set(cases.get() + 1);
         let mut w = world();
-        // A reply is fine where the value is allowed (n = 0, say); nothing may run.
-        if let Err(reject) =
-            w.sim.update_call(w.caller, controller(), CALLER_UPDATES[caller_method], argument.clone())
-        {
-            prop_assert!(!reject.message.is_empty());
+        for (canister, Endpoint { method, expected, query }) in &endpoints {
+            let target = match canister {
+                Canister::Caller => w.caller,
+                Canister::Callee => w.callee,
+            };
+            let answer = if *query {
+                w.sim.query_call(target, controller(), method, argument.clone())
+            } else {
+                w.sim.update_call(target, controller(), method, argument.clone())
+            };
+            // A reply is fine where the value is allowed (n = 0, say); nothing may run.
+            if let Err(reject) = &answer {
+                prop_assert!(!reject.message.is_empty());
+            }
+            if !decodes(method, &argument) {
+                let message = answer.err().map(|r| r.message).unwrap_or_default();
+                prop_assert!(
+                    message.contains(&reject_for(method, expected)),
+                    "{} given {:?}: {}",
+                    method,
+                    argument,
+                    message
+                );
+                *undecodable.borrow_mut().entry(method.clone()).or_default() += 1;
+            }
         }
-        if let Err(reject) =
-            w.sim.update_call(w.callee, controller(), CALLEE_UPDATES[callee_method], argument.clone())
-        {
-            prop_assert!(!reject.message.is_empty());
-        }
-        let _ = w.sim.query_call(w.caller, controller(), "job_status", argument);
-        assert_unchanged(
-            &mut w,
-            &format!("{}/{}", CALLER_UPDATES[caller_method], CALLEE_UPDATES[callee_method]),
-        );
+        assert_unchanged(&mut w, "hostile argument");
         // The callee is still the one stored: a real plan reaches it.
         let one = w.sim.update_call(w.caller, controller(), "sequential_calls", encode_one(1u64).unwrap());
         prop_assert_eq!(one, Ok(encode_one(1u64).unwrap()));
         Ok(())
     });
-    println!("fuzz cases run: {} (each: one caller and one callee method, then job_status)", cases.get());
+    let undecodable = undecodable.into_inner();
+    println!(
+        "fuzz cases run: {} (each against {} endpoints); undecodable arguments rejected by name and type: {undecodable:?}",
+        cases.get(),
+        endpoints.len()
+    );
     outcome.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(cases.get(), CASES, "every case ran");
+    for (_, endpoint) in &endpoints {
+        let checked = undecodable.get(&endpoint.method).copied().unwrap_or(0);
+        assert!(checked >= CASES / 2, "only {checked} undecodable arguments reached {}", endpoint.method);
+    }
 }
 
 #[test]

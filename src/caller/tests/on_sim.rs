@@ -1,6 +1,7 @@
 //! The caller's rules, checked on its real wasm in the simulator.
 
 use candid::{Principal, decode_one, encode_one};
+use endpoint_args::testing::{endpoints_with_arguments, reject_for, undecodable_arguments};
 use sim::{ONE_SECOND_NS, RejectCode, Sim};
 
 const MAX_CALLS: u64 = 10_000;
@@ -173,6 +174,60 @@ fn a_callee_that_does_not_answer_within_the_deadline_gives_sys_unknown() {
         "no callback for the late response"
     );
     assert_eq!(s.sim.calls_in_flight(caller, callee), 0);
+}
+
+/// Every endpoint of the caller that takes an argument, and the type its
+/// reject names for an argument that is not of that type.
+const ENDPOINTS_WITH_ARGUMENTS: [(&str, &str); 6] = [
+    ("setup_callee", "principal"),
+    ("sequential_calls", "nat64"),
+    ("parallel_calls", "nat64"),
+    ("run_plan", "Plan"),
+    ("start_job", "(Plan, opt RetryPolicy)"),
+    ("job_status", "nat64"),
+];
+
+#[test]
+fn the_table_lists_every_method_with_arguments_in_the_did() {
+    let did = endpoints_with_arguments(include_str!("../caller.did"));
+    let mut did: Vec<_> = did.iter().map(|e| (e.method.as_str(), e.expected.as_str())).collect();
+    let mut table = ENDPOINTS_WITH_ARGUMENTS.to_vec();
+    did.sort();
+    table.sort();
+    assert_eq!(did, table);
+}
+
+#[test]
+fn an_argument_that_is_not_the_methods_type_is_rejected_by_name_and_type_and_changes_nothing() {
+    let mut s = installed();
+    let (caller, callee) = (s.caller, s.callee);
+    s.setup_callee(controller(), callee).unwrap();
+    for (method, expected) in ENDPOINTS_WITH_ARGUMENTS {
+        for (what, argument) in undecodable_arguments() {
+            let err = if method == "job_status" {
+                s.sim.query_call(caller, controller(), method, argument)
+            } else {
+                s.sim.update_call(caller, controller(), method, argument)
+            }
+            .unwrap_err();
+            assert!(err.message.contains(&reject_for(method, expected)), "{method} given {what}: {err}");
+            assert!(!err.message.contains("Panicked"), "{method} given {what}: {err}");
+            assert_eq!(err.code, RejectCode::CanisterError, "{method} given {what}");
+        }
+    }
+    let stats = s.sim.stats(caller).unwrap();
+    assert_eq!((stats.calls_performed, s.pings()), (0, 0));
+    let job = s.sim.query_call(caller, controller(), "job_status", encode_one(1u64).unwrap()).unwrap();
+    assert_eq!(decode_one::<Option<interface::Report>>(&job).unwrap(), None, "no job started");
+    // The stored callee is still the one set.
+    assert_eq!(s.calls(controller(), "sequential_calls", 1), Ok(1));
+}
+
+#[test]
+fn a_stranger_is_told_about_the_controller_rule_before_the_argument() {
+    let mut s = installed();
+    let err = s.sim.update_call(s.caller, stranger(), "run_plan", b"not candid".to_vec()).unwrap_err();
+    assert!(err.message.contains("only a controller"), "{err}");
 }
 
 /// What `ic0.cost_call` asks for a `ping` with an empty candid argument:
