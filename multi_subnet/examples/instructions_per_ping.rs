@@ -3,8 +3,9 @@
 //! `cargo run --release --example instructions_per_ping`.
 //!
 //! The caller's figure is what its own `performance_counter` reports for
-//! the plan (what a sweep shows); the callee's is every execution the
-//! simulator charged it (its statistics), so it is simulator-only.
+//! the plan, per ping requested (what a sweep shows); the callee's is every
+//! execution the simulator charged it (its statistics, so simulator-only),
+//! per ping delivered.
 
 use interface::{Plan, Strategy};
 use multi_subnet::engines::sim::SimEngine;
@@ -12,7 +13,7 @@ use multi_subnet::scenario::{self, Topology};
 
 fn main() -> anyhow::Result<()> {
     let wasms = canister_wasm::caller_and_callee()?;
-    println!("| strategy | n | caller / ping | callee / ping |\n|---|---:|---:|---:|");
+    println!("| strategy | n | caller / ping | callee / delivered ping |\n|---|---:|---:|---:|");
     for (strategy, k, n) in [
         (Strategy::Sequential, None, 100),
         (Strategy::Parallel, None, 100),
@@ -31,7 +32,7 @@ fn main() -> anyhow::Result<()> {
             "| {}{k} | {n} | {:.0} | {:.0} |",
             strategy.name(),
             run.report.instructions as f64 / n as f64,
-            callee as f64 / n as f64
+            callee as f64 / run.report.succeeded.max(1) as f64
         );
     }
     Ok(())
