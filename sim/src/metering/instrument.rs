@@ -6,8 +6,8 @@
 //! each execution and counts down. Each basic block subtracts the summed
 //! cost of its instructions when it is entered, so code that is skipped is
 //! never charged; loop headers then check that the counter is not negative.
-//! Bulk memory instructions also subtract their size operand, through an
-//! added function. Host functions charge the same counter and check it
+//! Bulk memory instructions also subtract their size operand (a 64-bit one
+//! through an added function that stops at `i64::MIN`, as the replica's). Host functions charge the same counter and check it
 //! ([`crate::system_api`]), and so does the end of a message
 //! ([`crate::code`]). The counts are the replica's; how they are kept
 //! differs in three ways, none of which changes a count:
@@ -31,7 +31,9 @@
 
 use std::collections::BTreeSet;
 use wasm_encoder::{BlockType, Encode, Function, Instruction, ValType};
-use wasmparser::{ElementItems, ExternalKind, FunctionBody, Operator, Parser, Payload, TypeRef};
+use wasmparser::{
+    CompositeInnerType, ElementItems, ExternalKind, FunctionBody, Operator, Parser, Payload, TypeRef,
+};
 
 use super::costs;
 use crate::module::{WasmError, append_entry, section_contents, splice};
@@ -51,7 +53,7 @@ const CODE_SECTION: u8 = 10;
 pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
     let module = Scan::of(wasm)?;
     let counter = module.imported_globals + module.defined_globals;
-    let helper = module.imported_functions + module.defined_functions;
+    let helper = module.imported_functions + module.function_types.len() as u32;
     let rules = Rules { counter, helper };
 
     let bodies = module.bodies.iter().map(Body::read).collect::<Result<Vec<_>, _>>()?;
@@ -69,9 +71,10 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
 
     let mut code = vec![];
     (bodies.len() as u32 + 1).encode(&mut code);
-    for (body, own) in bodies.iter().zip(&hoisted) {
+    for ((body, own), &ty) in bodies.iter().zip(&hoisted).zip(&module.function_types) {
         let points = points(&body.ops, module.memory64, own.is_some(), &hoist);
-        rules.meter(wasm, body, &points).as_slice().encode(&mut code);
+        let params = module.params.get(ty as usize).copied().unwrap_or(0);
+        rules.meter(wasm, body, &points, params)?.as_slice().encode(&mut code);
     }
     rules.helper_body().encode(&mut code);
 
@@ -80,7 +83,7 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
     // (func (param i64) (result i64))
     let helper_type = [0x60, 1, 0x7e, 1, 0x7e];
     let mut function_entry = vec![];
-    module.types.encode(&mut function_entry);
+    (module.params.len() as u32).encode(&mut function_entry);
     // (global (mut i64) (i64.const i64::MAX)): a start function, which runs
     // at instantiation before any limit is set, is not limited.
     let mut global_entry = vec![0x7e, 1];
@@ -98,10 +101,12 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
 /// What the pass needs to know about a module.
 #[derive(Default)]
 struct Scan<'a> {
-    types: u32,
+    /// Parameters of each type (0 for types that are not functions).
+    params: Vec<u32>,
     imported_functions: u32,
     imported_globals: u32,
-    defined_functions: u32,
+    /// The type of each function the module defines.
+    function_types: Vec<u32>,
     defined_globals: u32,
     memory64: bool,
     /// Functions reachable other than by a direct call: exported, in an
@@ -122,7 +127,12 @@ impl<'a> Scan<'a> {
             match payload.map_err(invalid)? {
                 Payload::TypeSection(reader) => {
                     for group in reader {
-                        scan.types += group.map_err(invalid)?.types().len() as u32;
+                        for ty in group.map_err(invalid)?.types() {
+                            scan.params.push(match &ty.composite_type.inner {
+                                CompositeInnerType::Func(f) => f.params().len() as u32,
+                                _ => 0,
+                            });
+                        }
                     }
                 }
                 Payload::ImportSection(reader) => {
@@ -135,7 +145,9 @@ impl<'a> Scan<'a> {
                         }
                     }
                 }
-                Payload::FunctionSection(reader) => scan.defined_functions = reader.count(),
+                Payload::FunctionSection(reader) => {
+                    scan.function_types = reader.into_iter().collect::<Result<_, _>>().map_err(invalid)?;
+                }
                 Payload::GlobalSection(reader) => {
                     scan.defined_globals = reader.count();
                     for global in reader {
@@ -199,6 +211,8 @@ impl<'a> Scan<'a> {
 struct Body<'a> {
     /// The locals declaration, as bytes.
     locals: std::ops::Range<usize>,
+    /// How many locals it declares.
+    declared: u32,
     ops: Vec<Operator<'a>>,
     /// Where each instruction starts, and where the body ends.
     starts: Vec<usize>,
@@ -206,6 +220,10 @@ struct Body<'a> {
 
 impl<'a> Body<'a> {
     fn read(body: &FunctionBody<'a>) -> Result<Self, WasmError> {
+        let mut declared = 0u32;
+        for group in body.get_locals_reader().map_err(invalid)? {
+            declared = declared.saturating_add(group.map_err(invalid)?.0);
+        }
         let mut reader = body.get_operators_reader().map_err(invalid)?;
         let locals = body.range().start..reader.original_position();
         let (mut ops, mut starts) = (vec![], vec![]);
@@ -215,7 +233,7 @@ impl<'a> Body<'a> {
             starts.push(start);
         }
         starts.push(body.range().end);
-        Ok(Self { locals, ops, starts })
+        Ok(Self { locals, declared, ops, starts })
     }
 }
 
@@ -325,22 +343,28 @@ struct Rules {
 }
 
 impl Rules {
-    /// `body` with its charges at `points`, unsized: its locals as they
-    /// were, then its instructions, copied byte for byte, with the charges
-    /// between them.
-    fn meter(&self, wasm: &[u8], body: &Body, points: &[Point]) -> Vec<u8> {
-        let mut bytes = wasm[body.locals.clone()].to_vec();
+    /// `body` with its charges at `points`, unsized: its locals (plus an
+    /// i32 to hold a size operand, if it charges one), then its
+    /// instructions, copied byte for byte, with the charges between them.
+    fn meter(&self, wasm: &[u8], body: &Body, points: &[Point], params: u32) -> Result<Vec<u8>, WasmError> {
+        let locals = &wasm[body.locals.clone()];
+        let (mut bytes, size_local) = if points.iter().any(|p| p.charge == Charge::Size { wide: false }) {
+            // One more group of locals: (1 x i32).
+            (append_entry(Some(locals), &[1, 0x7f])?, params.saturating_add(body.declared))
+        } else {
+            (locals.to_vec(), u32::MAX)
+        };
         let mut points = points.iter().peekable();
         for i in 0..body.ops.len() {
             while let Some(point) = points.next_if(|p| p.before == i) {
-                self.charge(point.charge, &mut bytes);
+                self.charge(point.charge, size_local, &mut bytes);
             }
             bytes.extend_from_slice(&wasm[body.starts[i]..body.starts[i + 1]]);
         }
-        bytes
+        Ok(bytes)
     }
 
-    fn charge(&self, charge: Charge, out: &mut Vec<u8>) {
+    fn charge(&self, charge: Charge, size_local: u32, out: &mut Vec<u8>) {
         use Instruction as I;
         let code: Vec<Instruction> = match charge {
             Charge::Block { cost, reentrant } => {
@@ -355,8 +379,20 @@ impl Rules {
                 }
                 code
             }
+            // A 64-bit size may take the counter past i64::MIN: the helper
+            // stops there, as the replica's does.
             Charge::Size { wide: true } => vec![I::Call(self.helper)],
-            Charge::Size { wide: false } => vec![I::I64ExtendI32U, I::Call(self.helper), I::I32WrapI64],
+            // A 32-bit one cannot, and then a call to the helper costs
+            // more than the operation it charges. Like a block, it is not
+            // checked here: the next check sees it.
+            Charge::Size { wide: false } => vec![
+                I::LocalTee(size_local),
+                I::GlobalGet(self.counter),
+                I::LocalGet(size_local),
+                I::I64ExtendI32U,
+                I::I64Sub,
+                I::GlobalSet(self.counter),
+            ],
         };
         for instruction in code {
             instruction.encode(out);
