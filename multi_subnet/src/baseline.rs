@@ -50,6 +50,7 @@ fn figures(row: &Row) -> BTreeMap<String, f64> {
         ("caller_instructions".to_string(), row.caller_instructions as f64),
         ("cycles".to_string(), row.cycles as f64),
         ("peak_in_flight".to_string(), row.peak_in_flight as f64),
+        ("peak_pings_per_round".to_string(), row.peak_pings_per_round as f64),
     ]);
     for (kind, count) in &row.failures {
         figures.insert(format!("failures.{kind:?}"), *count as f64);
@@ -154,8 +155,10 @@ mod tests {
             wait: Wait::Bounded,
             retry: false,
             callees: 1,
+            load: crate::load::Load::default(),
             caller_instructions: 1000,
             instructions_per_ping: 10.0,
+            peak_pings_per_round: 100,
             cycles: 5,
             failures: BTreeMap::new(),
             peak_in_flight: 100,

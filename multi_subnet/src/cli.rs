@@ -121,6 +121,18 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
     pub callees: u64,
 
+    /// Plans each caller runs at once, comma-separated (load that shares the callers' queues).
+    #[arg(long, value_name = "C[,C...]", value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub plans: Vec<u64>,
+
+    /// Callers running the plans at once, all calling the same callees; comma-separated.
+    #[arg(long, value_name = "M[,M...]", value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub callers: Vec<u64>,
+
+    /// Subnets the callers are spread over (cross-subnet only; the callees get one of their own).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=39))]
+    pub caller_subnets: u64,
+
     /// Runs per combination, each on a fresh deployment; wall times are their median and p95.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub repeat: u64,

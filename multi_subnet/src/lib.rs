@@ -6,6 +6,7 @@ pub mod caller_client;
 pub mod charts;
 pub mod cli;
 pub mod engines;
+pub mod load;
 pub mod profile;
 pub mod report;
 pub mod rounds;

@@ -88,19 +88,36 @@ pub struct SweepReport {
     pub runs: Vec<Row>,
 }
 
-/// The deterministic columns, as (heading, value) per row.
-fn deterministic_columns(row: &Row) -> Vec<(&'static str, String)> {
-    vec![
+/// The deterministic columns, as (heading, value) per row; with `load`,
+/// also how many plans ran at once ([`crate::load`]).
+fn deterministic_columns(row: &Row, load: bool) -> Vec<(&'static str, String)> {
+    let mut columns = vec![
         ("strategy", row.strategy.name().to_string()),
         ("k", row.k.map_or("-".into(), |k| k.to_string())),
         ("n", row.calls.to_string()),
+    ];
+    if load {
+        let l = row.load;
+        columns.push((
+            "plans x callers (subnets)",
+            format!("{} x {} ({})", l.plans, l.callers, l.caller_subnets),
+        ));
+    }
+    columns.extend([
         ("succeeded", row.succeeded.to_string()),
         ("rounds", row.rounds.to_string()),
+        ("peak pings / round", row.peak_pings_per_round.to_string()),
         ("peak in flight", row.peak_in_flight.to_string()),
         ("caller instructions / ping (replica-counted)", format!("{:.0}", row.instructions_per_ping)),
         ("cycles", format_cycles(row.cycles)),
         ("failures", failures_text(row)),
-    ]
+    ]);
+    columns
+}
+
+/// Whether any of `rows` ran more than one plan at once.
+fn shows_load(rows: &[&Row]) -> bool {
+    rows.iter().any(|r| r.load != crate::load::Load::default())
 }
 
 fn format_cycles(cycles: u64) -> String {
@@ -147,11 +164,13 @@ impl SweepReport {
             let rows: Vec<&Row> = self.runs.iter().filter(|r| r.topology == topology).collect();
             let mut table = comfy_table::Table::new();
             table.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
-            let mut header: Vec<&str> = deterministic_columns(rows[0]).iter().map(|c| c.0).collect();
+            let load = shows_load(&rows);
+            let mut header: Vec<&str> = deterministic_columns(rows[0], load).iter().map(|c| c.0).collect();
             header.extend(["wall ms (median)", "wall ms (p95)"]);
             table.set_header(header);
             for row in rows {
-                let mut cells: Vec<String> = deterministic_columns(row).into_iter().map(|c| c.1).collect();
+                let mut cells: Vec<String> =
+                    deterministic_columns(row, load).into_iter().map(|c| c.1).collect();
                 cells.extend([format!("{:.1}", row.wall_ms), format!("{:.1}", row.wall_ms_p95)]);
                 table.add_row(cells);
             }
@@ -184,8 +203,12 @@ impl SweepReport {
                 "wait",
                 "retry",
                 "callees",
+                "plans",
+                "callers",
+                "caller_subnets",
                 "caller_instructions",
                 "instructions_per_ping",
+                "peak_pings_per_round",
                 "cycles",
                 "failures",
                 "peak_in_flight",
@@ -208,8 +231,12 @@ impl SweepReport {
                     format!("{:?}", r.wait).to_lowercase(),
                     r.retry.to_string(),
                     r.callees.to_string(),
+                    r.load.plans.to_string(),
+                    r.load.callers.to_string(),
+                    r.load.caller_subnets.to_string(),
                     r.caller_instructions.to_string(),
                     format!("{:.1}", r.instructions_per_ping),
+                    r.peak_pings_per_round.to_string(),
                     r.cycles.to_string(),
                     failures,
                     r.peak_in_flight.to_string(),
@@ -246,7 +273,8 @@ impl SweepReport {
         let mut tables = vec![];
         for topology in self.topologies() {
             let rows: Vec<&Row> = self.runs.iter().filter(|r| r.topology == topology).collect();
-            let header: Vec<&str> = deterministic_columns(rows[0]).iter().map(|c| c.0).collect();
+            let load = shows_load(&rows);
+            let header: Vec<&str> = deterministic_columns(rows[0], load).iter().map(|c| c.0).collect();
             let mut table = format!(
                 "**{}** (engine: {}, time step {} ns per round)\n\n| {} |\n|{}\n",
                 topology.name(),
@@ -256,7 +284,7 @@ impl SweepReport {
                 "---|".repeat(header.len())
             );
             for row in rows {
-                let cells: Vec<String> = deterministic_columns(row).into_iter().map(|c| c.1).collect();
+                let cells: Vec<String> = deterministic_columns(row, load).into_iter().map(|c| c.1).collect();
                 table += &format!("| {} |\n", cells.join(" | "));
             }
             tables.push(table);
@@ -334,8 +362,10 @@ mod tests {
             wait: Wait::Bounded,
             retry: false,
             callees: 16,
+            load: crate::load::Load::default(),
             caller_instructions: 0,
             instructions_per_ping: 0.0,
+            peak_pings_per_round: 0,
             cycles: 0,
             failures: failures.iter().copied().collect(),
             peak_in_flight: 2374,

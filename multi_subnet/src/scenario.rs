@@ -204,7 +204,7 @@ pub fn run_job(
 }
 
 /// Rounds a job may spend waiting out its backoffs, beyond its calls.
-const JOB_ROUND_ALLOWANCE: u64 = 100_000;
+pub(crate) const JOB_ROUND_ALLOWANCE: u64 = 100_000;
 
 /// Runs `plan` with `run_plan`.
 pub fn run_plan(engine: &mut dyn Engine, deployment: &Deployment, plan: &Plan) -> Result<PlanRun> {

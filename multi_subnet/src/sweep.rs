@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use crate::cli::SweepArgs;
 use crate::engines::{EngineFactory, TimeStep};
-use crate::scenario::{self, Placement, Topology};
+use crate::load::{self, Load};
+use crate::scenario::Topology;
 
 impl SweepArgs {
     /// How a job retries, with `--retry`: up to 10 attempts.
@@ -26,8 +27,20 @@ impl SweepArgs {
         TimeStep(self.time_step_ns)
     }
 
+    /// Every load, in a stable order.
+    fn loads(&self) -> Vec<Load> {
+        let caller_subnets = self.caller_subnets;
+        let mut loads = vec![];
+        for &callers in &self.callers {
+            for &plans in &self.plans {
+                loads.push(Load { plans, callers, caller_subnets });
+            }
+        }
+        loads
+    }
+
     /// Every combination, in a stable order.
-    pub fn combinations(&self) -> Vec<(Topology, Strategy, Option<u64>, u64)> {
+    pub fn combinations(&self) -> Vec<(Topology, Strategy, Option<u64>, u64, Load)> {
         let mut out = vec![];
         for &topology in &self.topologies {
             for &strategy in &self.strategies {
@@ -35,7 +48,9 @@ impl SweepArgs {
                     if strategy.takes_k() { self.k.iter().map(|&k| Some(k)).collect() } else { vec![None] };
                 for k in ks {
                     for &n in &self.calls {
-                        out.push((topology, strategy, k, n));
+                        for load in self.loads() {
+                            out.push((topology, strategy, k, n, load));
+                        }
                     }
                 }
             }
@@ -50,7 +65,11 @@ impl SweepArgs {
 pub struct Row {
     pub strategy: Strategy,
     pub topology: Topology,
+    /// Pings per plan.
     pub calls: u64,
+    #[serde(flatten)]
+    pub load: Load,
+    /// Pings delivered, over every plan.
     pub succeeded: u64,
     pub rounds: u64,
     /// Median over the repeats.
@@ -59,14 +78,17 @@ pub struct Row {
     pub wait: Wait,
     pub retry: bool,
     pub callees: u64,
-    /// Instructions of the caller's whole call context.
+    /// Instructions of the callers' plans (each a whole call context).
     pub caller_instructions: u64,
     pub instructions_per_ping: f64,
+    /// The most pings the callees executed in one round.
+    pub peak_pings_per_round: u64,
     /// Cycles the run cost the caller: its balance before minus after, once
     /// everything was answered and refunded.
     pub cycles: u64,
     /// Failed pings by kind.
     pub failures: BTreeMap<FailureKind, u64>,
+    /// The most calls one plan had in flight.
     pub peak_in_flight: u64,
     /// IC time per round, in ns.
     pub time_step: u64,
@@ -77,8 +99,12 @@ impl Row {
     /// What identifies a row across runs (for baselines).
     pub fn key(&self) -> String {
         let k = self.k.map_or(String::new(), |k| format!(" k={k}"));
+        let load = match self.load {
+            l if l == Load::default() => String::new(),
+            l => format!(" plans={} callers={} caller_subnets={}", l.plans, l.callers, l.caller_subnets),
+        };
         format!(
-            "{} {}{k} n={} wait={:?} callees={} retry={}",
+            "{} {}{k} n={}{load} wait={:?} callees={} retry={}",
             self.topology.name(),
             self.strategy.name(),
             self.calls,
@@ -98,41 +124,44 @@ pub fn run(
 ) -> Result<Vec<Row>> {
     let callees = spec.callees as usize;
     let mut rows = vec![];
-    for (topology, strategy, k, n) in spec.combinations() {
+    for (topology, strategy, k, n, load) in spec.combinations() {
         let plan = Plan { k, wait: Some(spec.wait), ..Plan::new(strategy, n) };
         let mut walls = vec![];
         let mut first = None;
         for _ in 0..spec.repeat.max(1) {
-            let mut engine = factory.start(topology.subnets(), spec.time_step())?;
-            let placement = Placement { callees, ..Placement::default() };
-            let deployment = scenario::deploy_placed(engine.as_mut(), topology, placement, wasms)?;
+            let mut engine = factory.start(load.subnets(topology), spec.time_step())?;
+            let deployment = load::deploy(engine.as_mut(), topology, load, callees, wasms)?;
             let plan = Plan { callees: (callees > 1).then(|| deployment.callees.clone()), ..plan.clone() };
-            let run = match spec.retry_policy() {
-                None => scenario::run_plan(engine.as_mut(), &deployment, &plan)?,
-                Some(retry) => scenario::run_job(engine.as_mut(), &deployment, &plan, retry)?,
-            };
+            let run = load::run(engine.as_mut(), &deployment, load, &plan, spec.retry_policy())?;
             walls.push(run.wall);
             first.get_or_insert(run);
             progress();
         }
         let run = first.expect("at least one repeat");
-        let r = &run.report;
+        let requested = n * load.plans_in_all();
+        let instructions = run.reports.iter().map(|r| r.instructions).sum::<u64>();
+        let mut failures = BTreeMap::new();
+        for f in run.reports.iter().flat_map(|r| &r.failures) {
+            *failures.entry(f.kind).or_default() += f.count;
+        }
         rows.push(Row {
             strategy,
             topology,
             calls: n,
-            succeeded: r.succeeded,
-            rounds: run.rounds.0,
+            load,
+            succeeded: run.reports.iter().map(|r| r.succeeded).sum(),
+            rounds: run.rounds,
             wall_ms: ms(percentile(&mut walls, 50)),
             k,
             wait: spec.wait,
             retry: spec.retry,
             callees: spec.callees,
-            caller_instructions: r.instructions,
-            instructions_per_ping: if n == 0 { 0.0 } else { r.instructions as f64 / n as f64 },
+            caller_instructions: instructions,
+            instructions_per_ping: if requested == 0 { 0.0 } else { instructions as f64 / requested as f64 },
+            peak_pings_per_round: run.peak_pings_per_round,
             cycles: u64::try_from(run.cycles).unwrap_or(u64::MAX),
-            failures: r.failures.iter().map(|f| (f.kind, f.count)).collect(),
-            peak_in_flight: r.peak_in_flight,
+            failures,
+            peak_in_flight: run.reports.iter().map(|r| r.peak_in_flight).max().unwrap_or(0),
             time_step: spec.time_step_ns,
             wall_ms_p95: ms(percentile(&mut walls, 95)),
         });
@@ -166,7 +195,7 @@ mod tests {
         let combos = spec("--calls 10,100 --strategies sequential,bounded --k 5,50 --topologies same-subnet")
             .combinations();
         assert_eq!(combos.len(), 2 + 2 * 2);
-        assert!(combos.iter().all(|(_, s, k, _)| s.takes_k() == k.is_some()));
+        assert!(combos.iter().all(|(_, s, k, _, _)| s.takes_k() == k.is_some()));
     }
 
     #[test]
