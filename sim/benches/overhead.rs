@@ -2,8 +2,9 @@
 //!
 //! Runs cross-subnet `sequential_calls(2000)` and `parallel_calls(2000)` on
 //! the simulator, recording every execution, then replays the same
-//! executions through the bare wasm engine (the floor: the same modules,
-//! every `ic0` call answered from the recording, nothing else). Reports both
+//! executions through the bare wasm engine (the floor: the original
+//! modules, not instrumented for metering, every `ic0` call answered from
+//! the recording, nothing else). Reports both
 //! wall times from the same run and their ratio, the simulator's overhead.
 //!
 //!     cargo bench -p sim --bench overhead
