@@ -7,7 +7,7 @@
 //! argument as `blob`), and candid's own `candid_method` on the same
 //! function, so that `export_candid!` exports the real argument types:
 //!
-//! ```ignore
+//! ```text
 //! #[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
 //! #[candid::candid_method(update)]
 //! fn run_plan(plan: Plan) -> Report { ... }
