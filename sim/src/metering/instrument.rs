@@ -10,7 +10,9 @@
 //! through an added function that stops at `i64::MIN`, as the replica's). Host functions charge the same counter and check it
 //! ([`crate::system_api`]), and so does the end of a message
 //! ([`crate::code`]). The counts are the replica's; how they are kept
-//! differs in three ways, none of which changes a count:
+//! differs in three ways, none of which changes the count of a message that
+//! does not trap (one that traps may be charged a callee entry it did not
+//! reach):
 //!
 //! - A function that only direct calls reach (not exported, not in a table,
 //!   not the start function, never `ref.func`) has the cost of its entry
