@@ -7,7 +7,8 @@
 //! cost of its instructions when it is entered, so code that is skipped is
 //! never charged; loop headers then check that the counter is not negative.
 //! Bulk memory instructions also subtract their size operand (a 64-bit one
-//! through an added function that stops at `i64::MIN`, as the replica's). Host functions charge the same counter and check it
+//! through an added function that stops at `i64::MIN`, as the replica's).
+//! Host functions charge the same counter and check it
 //! ([`crate::system_api`]), and so does the end of a message
 //! ([`crate::code`]). The counts are the replica's; how they are kept
 //! differs in three ways, none of which changes the count of a message that
