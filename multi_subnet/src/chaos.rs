@@ -206,7 +206,8 @@ impl ChaosRow {
 /// The ledger of one run, from the caller's report and the callee's count.
 fn ledger(report: &Report, executed: u64, idempotent: bool) -> (u64, u64) {
     let failed_attempts: u64 = report.failures.iter().map(|f| f.count).sum();
-    // Every retry follows a failure: what is left failed for good.
+    // Every retry follows a failure: what is left failed for good. (The
+    // job's calls carry one ping each, so its retries count pings.)
     let failed = failed_attempts.saturating_sub(report.retries);
     let accounted = report.succeeded + failed;
     let unknown = report.failed(FailureKind::SysUnknown);

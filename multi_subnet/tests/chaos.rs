@@ -87,3 +87,24 @@ fn a_seed_gives_the_same_table_in_another_process() {
         |s: u64| rows.iter().filter(|r| r["seed"] == s).map(|r| r["failures"].clone()).collect::<Vec<_>>();
     assert_ne!(seed(1), seed(2), "the seed decides which pings fail");
 }
+
+#[test]
+fn the_readme_chaos_table_is_regenerated_identically() {
+    use clap::Parser;
+    use multi_subnet::cli::{Cli, Command};
+    const BEGIN: &str = "<!-- chaos-table: ";
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme.find(BEGIN).expect("the README marks its chaos table");
+    let (marker, rest) = readme[start + BEGIN.len()..].split_once(" -->\n").unwrap();
+    let table = &rest[..rest.find("<!-- /chaos-table -->").expect("the table ends")];
+    assert!(readme.contains(&format!("cargo run --release -- chaos {marker} --format markdown")));
+    let args = ["multi_subnet", "chaos"].into_iter().chain(marker.split_whitespace());
+    let Some(Command::Chaos(args)) = Cli::try_parse_from(args).unwrap().command else {
+        panic!("not chaos: {marker}");
+    };
+    assert_eq!(
+        table,
+        matrix(&args.faults, args.seeds).render(Format::Markdown),
+        "README chaos table is stale"
+    );
+}
