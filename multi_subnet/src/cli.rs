@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use interface::{MAX_CALLS, Strategy, Wait};
 
 use crate::baseline::{Baseline, Comparison};
+use crate::chaos::{self, Fault};
 use crate::charts;
 use crate::engines::{Engine, EngineChoice, EngineFactory, Resolved, TimeStep};
 use crate::profile::{MAINNET_ROUND_SECONDS, MAINNET_XNET_LATENCY_ROUNDS, Profile, ProfileArgs};
@@ -34,6 +35,9 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// The example's two comparisons, with rounds and speed-up.
     Compare(EngineArgs),
+    /// Every strategy under every fault the simulator injects, over seeds:
+    /// each ping delivered, failed or unknown, none lost or counted twice.
+    Chaos(ChaosArgs),
     /// Serve this project's simulator behind PocketIC's REST API on 127.0.0.1,
     /// for the pocket-ic client (`PocketIcBuilder::with_server_url`). It is not PocketIC.
     Serve(ServeArgs),
@@ -50,6 +54,23 @@ pub struct ServeArgs {
     /// one exits at once, successfully (as PocketIC's server does).
     #[arg(long, value_name = "PATH")]
     pub port_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ChaosArgs {
+    /// Seeds per fault and strategy: 1 to S.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub seeds: u64,
+
+    /// Faults to inject, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Fault::ALL)]
+    pub faults: Vec<Fault>,
+
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -205,6 +226,7 @@ impl Cli {
         match &self.command {
             None => self.example.execute(),
             Some(Command::Compare(args)) => compare(args),
+            Some(Command::Chaos(args)) => args.execute(),
             Some(Command::Sweep(args)) => args.execute(),
             Some(Command::Serve(args)) => args.execute(),
         }
@@ -384,6 +406,21 @@ impl SweepArgs {
             }
         }
         Ok(Output { stdout, failure, fallback_note: resolved.fallback_note })
+    }
+}
+
+impl ChaosArgs {
+    /// Runs the chaos matrix; a run whose ledger does not balance fails the command.
+    fn execute(&self) -> Result<Output> {
+        if self.engine.engine == EngineChoice::PocketIc {
+            bail!("chaos needs the simulator (--engine sim): PocketIC cannot inject these faults");
+        }
+        let wasms = canister_wasm::caller_and_callee()?;
+        let report = chaos::run(&self.faults, self.seeds, &wasms)?;
+        let violations = report.violations();
+        let failure = (!violations.is_empty())
+            .then(|| format!("{} runs do not balance; first: {}", violations.len(), violations[0]));
+        Ok(Output { stdout: report.render(self.format), failure, fallback_note: None })
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod caller_client;
+pub mod chaos;
 pub mod charts;
 pub mod cli;
 pub mod engines;
@@ -12,3 +13,4 @@ pub mod report;
 pub mod rounds;
 pub mod scenario;
 pub mod sweep;
+pub mod table;

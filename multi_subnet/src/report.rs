@@ -7,6 +7,7 @@ use interface::FailureKind;
 use crate::engines::EngineKind;
 use crate::scenario::{Run, Topology};
 use crate::sweep::Row;
+use crate::table::Table;
 
 /// Formats of the example's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -135,10 +136,9 @@ fn failures_text(row: &Row) -> String {
     row.failures.iter().map(|(kind, n)| format!("{n} {kind:?}")).collect::<Vec<_>>().join(", ")
 }
 
-/// One line per kind of failure the rows show, saying what it means.
-fn failure_notes(rows: &[Row]) -> String {
-    let shown: std::collections::BTreeSet<FailureKind> =
-        rows.iter().flat_map(|r| r.failures.keys().copied()).collect();
+/// One line per kind of failure shown, saying what it means.
+pub fn failure_notes(shown: impl IntoIterator<Item = FailureKind>) -> String {
+    let shown: std::collections::BTreeSet<FailureKind> = shown.into_iter().collect();
     shown.iter().map(|kind| format!("- {kind:?}: {}.\n", kind.meaning())).collect()
 }
 
@@ -162,22 +162,21 @@ impl SweepReport {
         let mut out = format!("Engine: {}\n", self.engine_description);
         for topology in self.topologies() {
             let rows: Vec<&Row> = self.runs.iter().filter(|r| r.topology == topology).collect();
-            let mut table = comfy_table::Table::new();
-            table.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
             let load = shows_load(&rows);
             let mut header: Vec<&str> = deterministic_columns(rows[0], load).iter().map(|c| c.0).collect();
             header.extend(["wall ms (median)", "wall ms (p95)"]);
-            table.set_header(header);
+            let mut table = Table::new(header);
             for row in rows {
                 let mut cells: Vec<String> =
                     deterministic_columns(row, load).into_iter().map(|c| c.1).collect();
                 cells.extend([format!("{:.1}", row.wall_ms), format!("{:.1}", row.wall_ms_p95)]);
-                table.add_row(cells);
+                table.push(cells);
             }
             out += &format!(
-                "\n{} (time step {} ns per round)\n{table}\n",
+                "\n{} (time step {} ns per round)\n{}\n",
                 topology.name(),
-                self.runs[0].time_step
+                self.runs[0].time_step,
+                table.text()
             );
         }
         out + &self.failure_notes()
@@ -185,68 +184,63 @@ impl SweepReport {
 
     /// What the failures in the tables mean, if there are any.
     fn failure_notes(&self) -> String {
-        let notes = failure_notes(&self.runs);
+        let notes = failure_notes(self.runs.iter().flat_map(|r| r.failures.keys().copied()));
         if notes.is_empty() { notes } else { format!("\nFailures:\n{notes}") }
     }
 
     fn csv(&self) -> String {
-        let mut writer = csv::Writer::from_writer(vec![]);
-        writer
-            .write_record([
-                "engine",
-                "topology",
-                "strategy",
-                "k",
-                "calls",
-                "succeeded",
-                "rounds",
-                "wait",
-                "retry",
-                "callees",
-                "plans",
-                "callers",
-                "caller_subnets",
-                "caller_instructions",
-                "instructions_per_ping",
-                "peak_pings_per_round",
-                "cycles",
-                "failures",
-                "peak_in_flight",
-                "time_step",
-                "wall_ms",
-                "wall_ms_p95",
-            ])
-            .expect("in memory");
+        let mut table = Table::new([
+            "engine",
+            "topology",
+            "strategy",
+            "k",
+            "calls",
+            "succeeded",
+            "rounds",
+            "wait",
+            "retry",
+            "callees",
+            "plans",
+            "callers",
+            "caller_subnets",
+            "caller_instructions",
+            "instructions_per_ping",
+            "peak_pings_per_round",
+            "cycles",
+            "failures",
+            "peak_in_flight",
+            "time_step",
+            "wall_ms",
+            "wall_ms_p95",
+        ]);
         for r in &self.runs {
             let failures = r.failures.iter().map(|(k, n)| format!("{k:?}={n}")).collect::<Vec<_>>().join(";");
-            writer
-                .write_record([
-                    self.engine.to_string(),
-                    r.topology.name().into(),
-                    r.strategy.name().into(),
-                    r.k.map_or(String::new(), |k| k.to_string()),
-                    r.calls.to_string(),
-                    r.succeeded.to_string(),
-                    r.rounds.to_string(),
-                    format!("{:?}", r.wait).to_lowercase(),
-                    r.retry.to_string(),
-                    r.callees.to_string(),
-                    r.load.plans.to_string(),
-                    r.load.callers.to_string(),
-                    r.load.caller_subnets.to_string(),
-                    r.caller_instructions.to_string(),
-                    format!("{:.1}", r.instructions_per_ping),
-                    r.peak_pings_per_round.to_string(),
-                    r.cycles.to_string(),
-                    failures,
-                    r.peak_in_flight.to_string(),
-                    r.time_step.to_string(),
-                    format!("{:.3}", r.wall_ms),
-                    format!("{:.3}", r.wall_ms_p95),
-                ])
-                .expect("in memory");
+            table.push(vec![
+                self.engine.to_string(),
+                r.topology.name().into(),
+                r.strategy.name().into(),
+                r.k.map_or(String::new(), |k| k.to_string()),
+                r.calls.to_string(),
+                r.succeeded.to_string(),
+                r.rounds.to_string(),
+                format!("{:?}", r.wait).to_lowercase(),
+                r.retry.to_string(),
+                r.callees.to_string(),
+                r.load.plans.to_string(),
+                r.load.callers.to_string(),
+                r.load.caller_subnets.to_string(),
+                r.caller_instructions.to_string(),
+                format!("{:.1}", r.instructions_per_ping),
+                r.peak_pings_per_round.to_string(),
+                r.cycles.to_string(),
+                failures,
+                r.peak_in_flight.to_string(),
+                r.time_step.to_string(),
+                format!("{:.3}", r.wall_ms),
+                format!("{:.3}", r.wall_ms_p95),
+            ]);
         }
-        String::from_utf8(writer.into_inner().expect("in memory")).expect("utf-8")
+        table.csv()
     }
 
     /// One table of deterministic figures per topology, then the wall times.
@@ -273,21 +267,18 @@ impl SweepReport {
         let mut tables = vec![];
         for topology in self.topologies() {
             let rows: Vec<&Row> = self.runs.iter().filter(|r| r.topology == topology).collect();
-            let load = shows_load(&rows);
-            let header: Vec<&str> = deterministic_columns(rows[0], load).iter().map(|c| c.0).collect();
-            let mut table = format!(
-                "**{}** (engine: {}, time step {} ns per round)\n\n| {} |\n|{}\n",
+            let title = format!(
+                "**{}** (engine: {}, time step {} ns per round)\n\n",
                 topology.name(),
                 self.engine,
-                rows[0].time_step,
-                header.join(" | "),
-                "---|".repeat(header.len())
+                rows[0].time_step
             );
+            let load = shows_load(&rows);
+            let mut table = Table::new(deterministic_columns(rows[0], load).into_iter().map(|c| c.0));
             for row in rows {
-                let cells: Vec<String> = deterministic_columns(row, load).into_iter().map(|c| c.1).collect();
-                table += &format!("| {} |\n", cells.join(" | "));
+                table.push(deterministic_columns(row, load).into_iter().map(|c| c.1).collect());
             }
-            tables.push(table);
+            tables.push(title + &table.markdown());
         }
         tables.join("\n") + &self.failure_notes()
     }

@@ -77,3 +77,46 @@ fn the_mainnet_profile_needs_the_simulator_and_its_options_need_the_profile() {
         "between 0.001 and 60",
     );
 }
+
+#[test]
+fn chaos_runs_on_the_simulator_only_with_known_faults_and_seeds() {
+    assert_refused(&["chaos", "--engine", "pocket-ic"], "chaos needs the simulator");
+    assert_refused(&["chaos", "--faults", "gremlins"], "gremlins");
+    assert_refused(&["chaos", "--seeds", "0"], "1..=100");
+}
+
+#[test]
+fn chaos_prints_the_documented_json() {
+    let output = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
+        .args(["chaos", "--engine", "sim", "--seeds", "1", "--faults", "callee-traps", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["engine"], "sim");
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "one row per strategy");
+    let fields = [
+        "fault",
+        "strategy",
+        "seed",
+        "requested",
+        "delivered",
+        "failures",
+        "unknown",
+        "retried",
+        "lost",
+        "double_counted",
+        "rounds",
+    ];
+    for row in rows {
+        for field in fields {
+            assert!(row.get(field).is_some(), "{field} in {row}");
+        }
+        assert_eq!(
+            (&row["fault"], &row["lost"], &row["double_counted"]),
+            (&"callee-traps".into(), &0.into(), &0.into())
+        );
+    }
+    assert!(rows[1]["failures"]["CanisterError"].as_u64().unwrap() > 0, "{}", rows[1]);
+}

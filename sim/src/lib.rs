@@ -64,5 +64,8 @@ mod stats;
 mod system_api;
 
 pub use message::{MessageId, Reject, RejectCode};
-pub use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimBuilder, SimConfig, SimError, UPDATE_CALL_ROUND_LIMIT};
+pub use sim::{
+    Action, Event, Faults, ONE_SECOND_NS, Outstanding, RoundLimits, Sim, SimBuilder, SimConfig, SimError,
+    Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT,
+};
 pub use stats::{CanisterStats, RejectCounts};

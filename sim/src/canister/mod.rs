@@ -16,6 +16,7 @@ use crate::cycles;
 use crate::message::{
     CallContextId, CallbackId, Ingress, Message, MessageId, Payload, Reject, RejectCode, Request, Response,
 };
+use crate::sim::TrapInjector;
 use crate::stats::CanisterStats;
 use crate::system_api::{ApiLimits, EntryKind, MessageContext, SystemState};
 use call_context::{CallContext, Callback, Origin};
@@ -65,6 +66,8 @@ pub struct Canister {
     stats: CanisterStats,
     /// Every committed execution, when tracing (for the benchmark's floor).
     trace: Option<Vec<Recorded>>,
+    /// Fault injection: which update executions trap.
+    traps: Option<TrapInjector>,
 }
 
 impl Canister {
@@ -89,6 +92,7 @@ impl Canister {
             queue: VecDeque::new(),
             stats: CanisterStats::default(),
             trace: tracing.then(Vec::new),
+            traps: None,
         }
     }
 
@@ -125,6 +129,20 @@ impl Canister {
     /// Messages inducted and not yet executed.
     pub fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    pub fn open_call_contexts(&self) -> usize {
+        self.call_contexts.len()
+    }
+
+    /// Whether the call that `callback` waits for is bounded-wait.
+    pub fn is_best_effort(&self, callback: CallbackId) -> bool {
+        self.callbacks.get(&callback).is_some_and(|c| c.deadline.is_some())
+    }
+
+    /// From now on, `injector` decides which update executions trap.
+    pub(crate) fn inject_traps(&mut self, injector: TrapInjector) {
+        self.traps = Some(injector);
     }
 
     /// It takes no new calls; it is stopped once its call contexts have closed.
@@ -213,6 +231,13 @@ impl Canister {
     }
 
     fn execute_method(&mut self, id: CallContextId, method: &str, context: MessageContext) -> Executed {
+        if self.traps.as_mut().is_some_and(TrapInjector::fires) {
+            // As if it trapped on its first instruction: nothing to roll back.
+            self.stats.record(method, 0, true);
+            let message = format!("Error from Canister {}: Canister trapped: injected fault", self.id);
+            let trap = Reject { code: RejectCode::CanisterError, message };
+            return Executed { outputs: self.close_if_done(id, Some(trap)), instructions: 0 };
+        }
         let entry = Entry::Export(format!("canister_update {method}"));
         let (mut outputs, trap, instructions) = self.execute_in_context(id, entry, context, method, false);
         outputs.extend(self.close_if_done(id, trap));

@@ -168,6 +168,7 @@ impl SimBuilder {
             time: self.config.start_time_ns,
             ticks: 0,
             paused_until: BTreeMap::new(),
+            faults: Default::default(),
             tracing: self.tracing,
         }
     }

@@ -15,11 +15,15 @@ use crate::system_api::ApiLimits;
 
 mod config;
 mod error;
+mod faults;
 mod routing;
 mod scheduler;
 
 pub use config::{ONE_SECOND_NS, RoundLimits, SimBuilder, SimConfig, UPDATE_CALL_ROUND_LIMIT};
 pub use error::SimError;
+use faults::FaultState;
+pub(crate) use faults::TrapInjector;
+pub use faults::{Action, Event, Faults, Stall, TrapRate, Traps};
 use routing::{Subnet, not_found};
 
 enum IngressState {
@@ -40,7 +44,23 @@ pub struct Sim {
     ticks: u64,
     /// Fault injection: canisters that execute nothing before the given tick.
     paused_until: BTreeMap<Principal, u64>,
+    /// Fault injection: seeded traps, events, stalls and dropped responses.
+    faults: FaultState,
     tracing: bool,
+}
+
+/// What is still open across the simulated IC ([`Sim::outstanding`]): all
+/// zero once every message has been answered and every callback has run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outstanding {
+    /// Ingress messages not answered yet.
+    pub ingress: usize,
+    /// Call contexts open on any canister.
+    pub call_contexts: usize,
+    /// Request slots held: calls performed whose response was not consumed.
+    pub calls_in_flight: u64,
+    /// Messages in queues, pools and streams, not executed yet.
+    pub messages: usize,
 }
 
 impl Sim {
@@ -130,7 +150,8 @@ impl Sim {
         arg: Vec<u8>,
         sender: Principal,
     ) -> Result<(), SimError> {
-        self.install(id, wasm, arg, sender, InstallMode::Install)
+        self.controlled(id, sender)?;
+        self.install_code(id, wasm, arg, sender, InstallMode::Install)
     }
 
     /// Upgrades to `wasm`, keeping stable memory.
@@ -141,10 +162,11 @@ impl Sim {
         arg: Vec<u8>,
         sender: Principal,
     ) -> Result<(), SimError> {
-        self.install(id, wasm, arg, sender, InstallMode::Upgrade)
+        self.controlled(id, sender)?;
+        self.install_code(id, wasm, arg, sender, InstallMode::Upgrade)
     }
 
-    fn install(
+    fn install_code(
         &mut self,
         id: Principal,
         wasm: &[u8],
@@ -152,7 +174,6 @@ impl Sim {
         sender: Principal,
         mode: InstallMode,
     ) -> Result<(), SimError> {
-        self.controlled(id, sender)?;
         let module = code::compile(wasm, code::Metering::Replica)?;
         let (engine, time) = (self.engine.clone(), self.time);
         let canister = self.canisters.get_mut(&id).expect("checked");
@@ -187,13 +208,17 @@ impl Sim {
         if self.controlled(id, sender)?.status() != CanisterStatus::Stopped {
             return Err(SimError::NotStopped(id));
         }
+        self.delete_stopped(id);
+        Ok(())
+    }
+
+    fn delete_stopped(&mut self, id: Principal) {
         let mut canister = self.canisters.remove(&id).expect("checked");
         let subnet = canister.subnet();
         self.subnets[subnet].canisters.remove(&id);
         for message in canister.uninstall() {
             self.deliver(subnet, message);
         }
-        Ok(())
     }
 
     /// Sets a canister environment variable (as icp-cli's `PUBLIC_CANISTER_ID:<name>`).
@@ -246,6 +271,24 @@ impl Sim {
             .get(&caller)
             .and_then(|c| c.system_state().in_flight.get(&callee).copied())
             .unwrap_or(0)
+    }
+
+    /// What is still open: unanswered ingress, call contexts, held slots
+    /// and messages not yet executed.
+    pub fn outstanding(&self) -> Outstanding {
+        let canisters = self.canisters.values();
+        let waiting = |s: &Subnet| s.ingress_pool.len() + s.inbound.len() + s.in_transit.len();
+        Outstanding {
+            ingress: self.ingress.values().filter(|s| matches!(s, IngressState::Processing)).count(),
+            call_contexts: canisters.clone().map(Canister::open_call_contexts).sum(),
+            calls_in_flight: canisters
+                .clone()
+                .flat_map(|c| c.system_state().in_flight.values())
+                .map(|&n| u64::from(n))
+                .sum(),
+            messages: canisters.map(Canister::queued).sum::<usize>()
+                + self.subnets.iter().map(waiting).sum::<usize>(),
+        }
     }
 
     /// What the canister printed with `ic0.debug_print`.

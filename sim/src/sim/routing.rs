@@ -30,7 +30,7 @@ impl Sim {
                 return;
             }
             Output::Request(request) => Message::Request(request),
-            Output::Response(response) => Message::Response(response),
+            Output::Response(response) => Message::Response(self.maybe_drop(response)),
         };
         match self.canisters.get(&message.receiver()).map(Canister::subnet) {
             Some(to) if to == from => self.deliver(from, message),

@@ -10,8 +10,11 @@ impl Sim {
     pub fn tick(&mut self) {
         self.time = self.time.saturating_add(self.config.time_step_ns);
         self.ticks += 1;
+        self.apply_due_events();
         for subnet in 0..self.subnets.len() {
-            self.execute_round(subnet);
+            if !self.is_stalled(subnet) {
+                self.execute_round(subnet);
+            }
         }
     }
 

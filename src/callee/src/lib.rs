@@ -6,7 +6,7 @@
 
 use candid::Principal;
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
-use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap};
+use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap, StableCell};
 use serde_bytes::ByteBuf;
 use std::cell::{Cell, RefCell};
 
@@ -35,8 +35,23 @@ fn execute_once(nonce: u64) -> bool {
 }
 
 thread_local! {
-    /// Pings executed since installation (diagnostic; not kept across upgrades).
+    /// Pings executed since installation. On the heap, so that a ping
+    /// writes no stable memory; `pre_upgrade` saves it to `PINGS_SAVED`.
     static PINGS: Cell<u64> = const { Cell::new(0) };
+
+    static PINGS_SAVED: RefCell<StableCell<u64, VirtualMemory<DefaultMemoryImpl>>> = RefCell::new(
+        StableCell::init(MEMORY_MANAGER.with(|m| m.borrow().get(MemoryId::new(1))), 0),
+    );
+}
+
+#[ic_cdk::pre_upgrade]
+fn pre_upgrade() {
+    PINGS_SAVED.with(|saved| saved.borrow_mut().set(PINGS.with(Cell::get)));
+}
+
+#[ic_cdk::post_upgrade]
+fn post_upgrade() {
+    PINGS.with(|p| p.set(PINGS_SAVED.with(|saved| *saved.borrow().get())));
 }
 
 fn acknowledge(pings: u64) {
