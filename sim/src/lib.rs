@@ -65,4 +65,4 @@ mod system_api;
 
 pub use message::{MessageId, Reject, RejectCode};
 pub use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimBuilder, SimConfig, SimError, UPDATE_CALL_ROUND_LIMIT};
-pub use stats::{CanisterStats, RejectCounts};
+pub use stats::{CallsFrom, CanisterStats, RejectCounts};
