@@ -9,8 +9,10 @@
 //! well below its 500 queue slots and its cycles reserve, so no call is
 //! refused and every ping is a `ping` execution on its callee (checked).
 //!
-//! Per run: rounds and executions (deterministic), wall time and peak RSS
-//! (measured; the peak is reset before each run). Sizes are pings in total:
+//! Per run: rounds and executions (deterministic), wall time, the CPU time
+//! of the thread that ran it (on a shared machine, wall time above CPU time
+//! is time other processes took) and peak RSS (measured; the peak is reset
+//! before each run). Sizes are pings in total:
 //!
 //!     cargo bench -p sim --bench scale             # 10^4, 10^5, 10^6
 //!     cargo bench -p sim --bench scale -- 100000   # just these
@@ -66,6 +68,7 @@ struct Row {
     executions: u64,
     deploy: Duration,
     wall: Duration,
+    cpu: Duration,
     peak_rss_kib: u64,
 }
 
@@ -79,6 +82,7 @@ fn run(pings: u64, wasms: &canister_wasm::CanisterWasms) -> Row {
     reset_peak_rss();
 
     let started = Instant::now();
+    let cpu_before = cpu_time();
     let ticks_before = network.sim.ticks();
     let messages: Vec<MessageId> = network
         .pairs
@@ -102,6 +106,7 @@ fn run(pings: u64, wasms: &canister_wasm::CanisterWasms) -> Row {
         }
     }
     let wall = started.elapsed();
+    let cpu = cpu_time() - cpu_before;
     let peak_rss_kib = peak_rss_kib();
 
     for (report, &(_, callee)) in reports.into_iter().zip(&network.pairs) {
@@ -111,7 +116,14 @@ fn run(pings: u64, wasms: &canister_wasm::CanisterWasms) -> Row {
     }
     let rounds = network.sim.ticks() - ticks_before;
     let executions = executions(&network) - executions_before;
-    Row { pings, rounds, executions, deploy, wall, peak_rss_kib }
+    Row { pings, rounds, executions, deploy, wall, cpu, peak_rss_kib }
+}
+
+/// The CPU time this thread has run (the first field of its `schedstat`, in ns).
+fn cpu_time() -> Duration {
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux");
+    let ns = schedstat.split_whitespace().next().and_then(|ns| ns.parse().ok()).expect("ns on the CPU");
+    Duration::from_nanos(ns)
 }
 
 /// The process's peak resident set since the last reset (`VmHWM`).
@@ -132,12 +144,12 @@ fn main() {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
     println!(
         "engine: sim; {SUBNETS} subnets, {CALLERS} callers and {CALLERS} callees; bounded, k = {WINDOW}; \
-         wall time and peak RSS measured in this run"
+         wall time, CPU time and peak RSS measured in this run"
     );
     println!(
-        "| pings | rounds | executions | wall time | executions/s | peak RSS | wall time x per 10x pings |"
+        "| pings | rounds | executions | wall time | CPU time | executions/s | peak RSS | wall time x per 10x pings |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut previous: Option<Row> = None;
     for pings in sizes {
         let row = run(pings, &wasms);
@@ -147,11 +159,12 @@ fn main() {
             format!("{:.1}x", (row.wall.as_secs_f64() / p.wall.as_secs_f64()).powf(1.0 / steps))
         });
         println!(
-            "| {} | {} | {} | {:.2} s | {:.0} | {} MiB | {growth} |",
+            "| {} | {} | {} | {:.2} s | {:.2} s | {:.0} | {} MiB | {growth} |",
             row.pings,
             row.rounds,
             row.executions,
             row.wall.as_secs_f64(),
+            row.cpu.as_secs_f64(),
             row.executions as f64 / row.wall.as_secs_f64(),
             row.peak_rss_kib / 1024,
         );
