@@ -68,4 +68,4 @@ pub use sim::{
     Action, Event, Faults, ONE_SECOND_NS, Outstanding, RoundLimits, Sim, SimBuilder, SimConfig, SimError,
     Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT,
 };
-pub use stats::{CanisterStats, RejectCounts};
+pub use stats::{CallsFrom, CanisterStats, RejectCounts};

@@ -44,15 +44,28 @@ pub struct CanisterStats {
     pub instructions: u64,
     /// Calls that `call_perform` accepted.
     pub calls_performed: u64,
-    /// For each of them, the entry whose execution performed it and the IC
-    /// time (an update's method name, `callback`, `canister_global_timer`).
-    pub calls_performed_in: Vec<(String, u64)>,
+    /// The same calls by the entry whose executions performed them (an
+    /// update's method name, `callback`, `canister_global_timer`). Kept per
+    /// entry, not per call, so that it stays as small after a million
+    /// calls as after ten.
+    pub calls_performed_in: BTreeMap<String, CallsFrom>,
     /// Calls that `call_perform` refused (returned non-zero).
     pub calls_refused: u64,
     /// Reject responses its callbacks received, by code.
     pub rejects_received: RejectCounts,
     /// Cycles charged for calls (the part of the prepayment not refunded).
     pub cycles_consumed: u128,
+}
+
+/// The calls one entry's executions performed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallsFrom {
+    /// Calls that `call_perform` accepted.
+    pub calls: u64,
+    /// The IC time of the first execution that performed any.
+    pub first_at: u64,
+    /// The IC time of the last one.
+    pub last_at: u64,
 }
 
 impl CanisterStats {
@@ -62,8 +75,26 @@ impl CanisterStats {
     }
 
     pub(crate) fn record(&mut self, entry: &str, instructions: u64, trapped: bool) {
-        *self.executed.entry(entry.to_string()).or_default() += 1;
+        match self.executed.get_mut(entry) {
+            Some(n) => *n += 1,
+            // Allocates a name once per entry, not once per execution.
+            None => _ = self.executed.insert(entry.to_string(), 1),
+        }
         self.instructions += instructions;
         self.traps += u64::from(trapped);
+    }
+
+    /// `calls` calls performed by an execution of `entry` at `time`.
+    pub(crate) fn record_calls(&mut self, entry: &str, calls: u64, time: u64) {
+        match self.calls_performed_in.get_mut(entry) {
+            Some(from) => {
+                from.calls += calls;
+                from.last_at = time;
+            }
+            None => {
+                let from = CallsFrom { calls, first_at: time, last_at: time };
+                self.calls_performed_in.insert(entry.to_string(), from);
+            }
+        }
     }
 }

@@ -129,8 +129,8 @@ impl Canister {
             return vec![];
         };
         self.call_contexts.get_mut(&id).expect("open").cycles_accepted += effects.cycles_accepted;
-        for _ in &effects.performed {
-            self.stats.calls_performed_in.push((label.to_string(), time));
+        if !effects.performed.is_empty() {
+            self.stats.record_calls(label, effects.performed.len() as u64, time);
         }
         let mut outputs = self.send_calls(id, effects.performed, time);
         if let Some(payload) = effects.response {

@@ -291,9 +291,10 @@ impl Sim {
         }
     }
 
-    /// What the canister printed with `ic0.debug_print`.
-    pub fn debug_log(&self, id: Principal) -> Result<&[String], SimError> {
-        Ok(&self.canister(id)?.system_state().debug_log)
+    /// What the canister printed with `ic0.debug_print`, oldest first: the
+    /// newest lines that fit in 4 KiB, as the replica's canister log keeps.
+    pub fn debug_log(&self, id: Principal) -> Result<Vec<&str>, SimError> {
+        Ok(self.canister(id)?.system_state().debug_log.lines().collect())
     }
 
     /// Submits an update call. It is inducted in the next round of the

@@ -1,5 +1,6 @@
-//! Host functions for diagnostics: printing and trapping.
+//! Host functions for diagnostics: printing and trapping; what was printed.
 
+use std::collections::VecDeque;
 use wasmi::Error;
 
 use super::linker::{Registry, def};
@@ -27,4 +28,37 @@ fn charge_log(c: &mut Ctx<'_>, size: i32) -> Result<(), Error> {
     let logged = c.data_mut().exec()?.effects.logged_bytes;
     c.data_mut().exec()?.effects.logged_bytes = logged.saturating_add(len);
     charge(c, costs::logging(len, costs::LOG_CAPACITY.saturating_sub(logged)))
+}
+
+/// What a canister printed with `ic0.debug_print`: the newest lines that
+/// fit in [`costs::LOG_CAPACITY`] bytes, older ones dropped, as the
+/// replica's canister log keeps its newest records. A canister that prints
+/// on every message thus costs the same memory after a million as after a
+/// hundred.
+#[derive(Debug, Default)]
+pub struct DebugLog {
+    lines: VecDeque<String>,
+    bytes: u64,
+}
+
+impl DebugLog {
+    /// What a line takes of the capacity: its bytes, and at least one, so
+    /// that empty lines are bounded too.
+    fn size(line: &str) -> u64 {
+        (line.len() as u64).max(1)
+    }
+
+    pub fn push(&mut self, line: String) {
+        self.bytes += Self::size(&line);
+        self.lines.push_back(line);
+        while self.bytes > costs::LOG_CAPACITY {
+            let oldest = self.lines.pop_front().expect("the bytes are its lines'");
+            self.bytes -= Self::size(&oldest);
+        }
+    }
+
+    /// Oldest first.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        self.lines.iter().map(String::as_str)
+    }
 }

@@ -24,6 +24,7 @@ use wasmi::{Caller, Error, Global, Memory, Val};
 use crate::stable::{OutOfBounds, StableMemory};
 
 pub use calls::too_large_for_another_subnet;
+pub use debug::DebugLog;
 pub use linker::linker;
 pub use message_state::{Effects, EntryKind, Execution, MessageContext, PerformedCall};
 pub use tape::TapeEvent;
@@ -86,9 +87,10 @@ pub struct SystemState {
     /// functions charge too.
     pub counter: Option<Global>,
     pub exec: Option<Execution>,
-    /// What `ic0.debug_print` printed. Not an effect to drop: like the
-    /// replica's canister log, it keeps what trapped executions printed.
-    pub debug_log: Vec<String>,
+    /// What `ic0.debug_print` printed (the newest 4 KiB). Not an effect to
+    /// drop: like the replica's canister log, it keeps what trapped
+    /// executions printed.
+    pub debug_log: DebugLog,
     /// The current message's tape, when recording.
     pub tape: Option<Vec<TapeEvent>>,
 }
@@ -109,7 +111,7 @@ impl SystemState {
             memory: None,
             counter: None,
             exec: None,
-            debug_log: vec![],
+            debug_log: DebugLog::default(),
             tape: None,
         }
     }
