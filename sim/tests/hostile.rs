@@ -64,3 +64,37 @@ fn a_reply_over_2_mib_is_refused_as_the_replica_refuses_it() {
     assert!(reject.message.contains(expected), "{reject}");
     assert_rolled_back_and_alive(&mut sim, canister);
 }
+
+#[test]
+fn a_callee_that_never_replies_keeps_its_context_open_and_a_bounded_wait_caller_times_out() {
+    let mut sim =
+        Sim::builder().with_subnet().with_subnet().with_subnet().with_time_step(sim::ONE_SECOND_NS).build();
+    let wasms = canister_wasm::caller_and_callee().unwrap();
+    let caller = sim.create_canister(0, vec![controller()]).unwrap();
+    sim.install_canister(caller, &wasms.caller, candid::encode_args(()).unwrap(), controller()).unwrap();
+    // The silent callee waits on a canister held back past the caller's deadline.
+    let held = install(&mut sim, 2, HOSTILE);
+    sim.pause_canister(held, 1_000);
+    let silent = sim.create_canister(1, vec![controller()]).unwrap();
+    let wasm = wat::parse_str(include_str!("fixtures/silent.wat")).unwrap();
+    sim.install_canister(silent, &wasm, held.as_slice().to_vec(), controller()).unwrap();
+    sim.update_call(caller, controller(), "setup_callee", candid::encode_one(silent).unwrap()).unwrap();
+    let start = sim.time();
+    let message =
+        sim.submit_call(caller, controller(), "sequential_calls", candid::encode_one(1u64).unwrap()).unwrap();
+    let reply = loop {
+        sim.tick();
+        if let Some(reply) = sim.ingress_status(message) {
+            break reply.expect("the caller answers");
+        }
+        assert!(sim.time() - start < 400 * sim::ONE_SECOND_NS, "the caller did not answer");
+    };
+    assert_eq!(candid::decode_one::<u64>(&reply).unwrap(), 0, "no ping succeeded");
+    // ic-cdk's bounded-wait calls give up after 300 s.
+    let waited = (sim.time() - start) / sim::ONE_SECOND_NS;
+    assert!((300..=302).contains(&waited), "the caller waited {waited} s");
+    assert_eq!(sim.stats(caller).unwrap().rejects_received.get(&RejectCode::SysUnknown), Some(&1));
+    let open = sim.outstanding();
+    assert_eq!(open.ingress, 0, "every ingress message answered");
+    assert_eq!(open.call_contexts, 1, "the silent callee's context stays open: {open:?}");
+}
