@@ -2,9 +2,12 @@
 //!
 //! A simulator that keeps every committed execution, and the floor that
 //! replays them on a bare instance of the original module (not
-//! instrumented for metering), with no simulator around them.
+//! instrumented for metering), with no simulator around them: each
+//! canister's executions back to back, or every canister's in the order
+//! the simulator ran them.
 
 use candid::Principal;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::code::Recorded;
 use crate::code::{self, Replayer};
@@ -24,6 +27,12 @@ pub trait Traced {
     fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError>;
 }
 
+/// The next place in the order of traced executions.
+pub(crate) fn next_order() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// A recorded execution that trapped when replayed: the recording does not
 /// belong to the module.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -33,7 +42,7 @@ pub struct ReplayTrapped(String);
 /// One canister's recorded executions, ready to replay.
 pub struct FloorCanister {
     replayer: Replayer,
-    trace: std::vec::IntoIter<Recorded>,
+    trace: std::iter::Peekable<std::vec::IntoIter<Recorded>>,
 }
 
 impl FloorCanister {
@@ -43,7 +52,7 @@ impl FloorCanister {
         let replayer = code::compile(wasm, code::Metering::None)
             .and_then(|module| Replayer::new(&code::engine(), module))
             .map_err(SimError::from)?;
-        Ok(Self { replayer, trace: trace.into_iter() })
+        Ok(Self { replayer, trace: trace.into_iter().peekable() })
     }
 
     /// Replays the next `n` executions (all that are left if fewer).
@@ -58,4 +67,19 @@ impl FloorCanister {
     pub fn remaining(&self) -> usize {
         self.trace.len()
     }
+}
+
+/// Replays what is left of every canister's executions in the order the
+/// simulator ran them, alternating between canisters as it did.
+pub fn replay_in_order(floors: &mut [FloorCanister]) -> Result<(), ReplayTrapped> {
+    while let Some(next) = floors
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, f)| f.trace.peek().map(|r| (i, r.order)))
+        .min_by_key(|&(_, order)| order)
+        .map(|(i, _)| i)
+    {
+        floors[next].replay(1)?;
+    }
+    Ok(())
 }

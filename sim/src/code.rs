@@ -80,6 +80,9 @@ pub enum Entry {
 pub struct Recorded {
     pub(crate) entry: Entry,
     pub(crate) tape: Vec<TapeEvent>,
+    /// Its place among every traced execution of the process (see
+    /// [`crate::bench`]); 0 when not traced.
+    pub(crate) order: u64,
 }
 
 /// An instance of a [`CompiledModule`] in some store.

@@ -90,9 +90,9 @@ impl Canister {
             (Some(snapshot), _) => installed.code.restore(&mut self.store, &snapshot),
             (None, _) if trap.is_some() => installed.roll_back(&mut self.store),
             (None, tape) => {
-                let recorded = Recorded { entry, tape: tape.expect("recorded when kept") };
+                let recorded = Recorded { entry, tape: tape.expect("recorded when kept"), order: 0 };
                 if let Some(trace) = self.trace.as_mut() {
-                    trace.push(recorded.clone());
+                    trace.push(Recorded { order: crate::bench::next_order(), ..recorded.clone() });
                 }
                 installed.commit(&self.store, recorded, instructions);
             }
