@@ -4,7 +4,16 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// Test threads take turns: a script still open for writing in one thread
+/// is inherited by a child forked in another, and running it then fails with
+/// "Text file busy" (ETXTBSY) instead of the error under test.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 struct Outcome {
     success: bool,
@@ -48,17 +57,20 @@ fn assert_explains(outcome: &Outcome, expect: &str) {
 
 #[test]
 fn unset_and_nothing_cached() {
+    let _turn = one_at_a_time();
     assert_explains(&run_harness(None), "POCKET_IC_BIN is not set");
 }
 
 #[test]
 fn set_to_a_missing_file() {
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     assert_explains(&run_harness(Some(&dir.path().join("pocket-ic"))), "no such file");
 }
 
 #[test]
 fn set_to_a_program_that_is_not_a_server() {
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let fake = script(dir.path(), "pocket-ic", "echo hello");
     assert_explains(&run_harness(Some(&fake)), "not a PocketIC server");
@@ -66,6 +78,7 @@ fn set_to_a_program_that_is_not_a_server() {
 
 #[test]
 fn set_to_a_server_of_another_version() {
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let old = script(dir.path(), "pocket-ic", "echo pocket-ic-server 9.0.3");
     assert_explains(&run_harness(Some(&old)), "9.0.3");
@@ -73,6 +86,7 @@ fn set_to_a_server_of_another_version() {
 
 #[test]
 fn set_to_a_program_that_hangs() {
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let stuck = script(dir.path(), "pocket-ic", "sleep 60");
     assert_explains(&run_harness(Some(&stuck)), "did not answer");
