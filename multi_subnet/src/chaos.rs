@@ -246,10 +246,23 @@ pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &Caniste
         }
         Some(retry) => {
             let job = client.start_job(&mut engine, &plan, Some(retry))?;
-            let (report, rounds) = rounds::tick_until(&mut engine, limit, |e| {
+            // Stopped for its upgrade, the caller answers no query (as on the
+            // IC): ask again next round, and name the last refusal if it never answers.
+            let mut refused = None;
+            let polled = rounds::tick_until(&mut engine, limit, |e| {
                 watch(e, d.callee(), &mut executed);
-                Ok(client.job_status(e, job.reply)?.filter(|r| r.finished))
-            })?;
+                match client.job_status(e, job.reply) {
+                    Ok(status) => Ok(status.filter(|r| r.finished)),
+                    Err(err) => {
+                        refused = Some(err);
+                        Ok(None)
+                    }
+                }
+            });
+            let (report, rounds) = match (polled, refused) {
+                (Err(err), Some(refusal)) => return Err(err.context(format!("last refusal: {refusal}"))),
+                (polled, _) => polled?,
+            };
             (report, rounds::RoundsToComplete(job.rounds.0 + rounds.0))
         }
     };

@@ -191,6 +191,18 @@ fn calls_to_a_stopped_canister_fail_with_canister_error_and_to_a_deleted_one_wit
 }
 
 #[test]
+fn a_stopped_canister_answers_no_query_and_a_restarted_one_does() {
+    let mut w = world(1, 1, 0);
+    w.sim.stop_canister(w.probe, controller()).unwrap();
+    let reject = w.sim.query_call(w.probe, controller(), "timer", vec![]).unwrap_err();
+    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert!(reject.message.contains("is stopped"), "{}", reject.message);
+
+    w.sim.start_canister(w.probe, controller()).unwrap();
+    assert!(w.sim.query_call(w.probe, controller(), "timer", vec![]).is_ok());
+}
+
+#[test]
 fn only_controllers_manage_canisters() {
     let mut w = world(1, 1, 0);
     let stranger = Principal::self_authenticating(b"stranger");

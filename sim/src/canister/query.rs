@@ -2,7 +2,7 @@
 
 use candid::Principal;
 
-use super::Canister;
+use super::{Canister, CanisterStatus};
 use crate::code::Entry;
 use crate::message::{Payload, Reject, RejectCode};
 use crate::system_api::{Effects, EntryKind, MessageContext};
@@ -10,6 +10,13 @@ use crate::system_api::{Effects, EntryKind, MessageContext};
 impl Canister {
     /// Runs `canister_query <method>` and discards its effects.
     pub fn query(&mut self, sender: Principal, method: &str, arg: Vec<u8>, time: u64) -> Payload {
+        // A stopped canister answers no query; a stopping one still does
+        // (`get_active_canister` in rs/replicated_state/src/replicated_state.rs).
+        if self.status == CanisterStatus::Stopped {
+            let message =
+                format!("Canister {} is stopped and therefore does not have a CallContextManager", self.id);
+            return Payload::reject(RejectCode::CanisterError, message);
+        }
         let export = format!("canister_query {method}");
         if !self.exports(&export) {
             let message = format!("Canister {} has no query method '{method}'", self.id);
