@@ -65,7 +65,7 @@ mod system_api;
 
 pub use message::{MessageId, Reject, RejectCode};
 pub use sim::{
-    Action, Event, Faults, ONE_SECOND_NS, Outstanding, RoundLimits, Sim, SimBuilder, SimConfig, SimError,
-    Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT,
+    Action, Event, Faults, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Sim, SimBuilder,
+    SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,
 };
 pub use stats::{CallsFrom, CanisterStats, RejectCounts};

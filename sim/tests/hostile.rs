@@ -59,8 +59,7 @@ fn a_reply_over_2_mib_is_refused_as_the_replica_refuses_it() {
     let (mut sim, canister) = hostile(SimConfig::default().max_instructions_per_message);
     let reject = sim.update_call(canister, controller(), "big_reply", vec![]).unwrap_err();
     assert_eq!(reject.code, RejectCode::CanisterError);
-    let expected =
-        "ic0.msg_reply_data_append: application payload size (3145728) cannot be larger than 2097152";
+    let expected = "Canister violated contract: ic0.msg_reply_data_append: application payload size (3145728) cannot be larger than 2097152.";
     assert!(reject.message.contains(expected), "{reject}");
     assert_rolled_back_and_alive(&mut sim, canister);
 }

@@ -191,6 +191,27 @@ fn calls_to_a_stopped_canister_fail_with_canister_error_and_to_a_deleted_one_wit
 }
 
 #[test]
+fn a_deleted_callee_on_another_subnet_is_answered_by_its_subnet_a_round_trip_later() {
+    let mut w = world(2, 1, 1);
+    let callee = w.callees[0];
+    w.sim.stop_canister(callee, controller()).unwrap();
+    w.sim.delete_canister(callee, controller()).unwrap();
+    submit_fan_out(&mut w.sim, w.probe, &[record(callee, 3, Method::Ping, false)]);
+    w.sim.tick();
+    assert_eq!(probe_state(&mut w.sim, w.probe).rejects, 0, "the routing table still sends it to subnet 1");
+    w.sim.tick();
+    let state = probe_state(&mut w.sim, w.probe);
+    assert_eq!((state.rejects, state.last_reject_code), (3, RejectCode::DestinationInvalid as u32));
+
+    // An id in no subnet's range is answered by the caller's own subnet.
+    let nowhere = sim::canister_id(7 * sim::IDS_PER_SUBNET);
+    submit_fan_out(&mut w.sim, w.probe, &[record(nowhere, 2, Method::Ping, false)]);
+    w.sim.tick();
+    let state = probe_state(&mut w.sim, w.probe);
+    assert_eq!((state.rejects, state.last_reject_code), (5, RejectCode::DestinationInvalid as u32));
+}
+
+#[test]
 fn a_stopped_canister_answers_no_query_and_a_restarted_one_does() {
     let mut w = world(1, 1, 0);
     w.sim.stop_canister(w.probe, controller()).unwrap();

@@ -94,6 +94,25 @@ fn to_another_subnet_one_byte_over_2_mib_is_rejected_as_the_stream_builder_rejec
 }
 
 #[test]
+fn to_a_deleted_canister_on_another_subnet_over_2_mib_is_still_rejected_at_the_border() {
+    let mut p = pair(false);
+    p.sim.stop_canister(p.receiver, controller()).unwrap();
+    p.sim.delete_canister(p.receiver, controller()).unwrap();
+    // The sender's subnet routes by id range: the size check comes before
+    // anyone could know the callee is gone.
+    let (outcome, _) = p.send(TWO_MIB + 1).unwrap();
+    assert!(
+        matches!(outcome, Outcome::Rejected(code, _) if code == RejectCode::CanisterError as u32),
+        "{outcome:?}"
+    );
+    let (outcome, rounds) = p.send(TWO_MIB).unwrap();
+    let Outcome::Rejected(code, message) = outcome else { panic!("{outcome:?}") };
+    assert_eq!(code, RejectCode::DestinationInvalid as u32);
+    assert!(message.contains("not found"), "{message}");
+    assert_eq!(rounds, 2, "a round trip to the subnet that answers for it");
+}
+
+#[test]
 fn on_the_same_subnet_more_than_2_mib_up_to_10_mib_is_delivered() {
     let mut p = pair(true);
     for size in [TWO_MIB + 1, TEN_MIB] {

@@ -6,17 +6,7 @@ use pocket_ic::common::rest::{
     CanisterCyclesCostSchedule, CanisterIdRange, RawCanisterId, SubnetConfig, SubnetInstructionConfig,
     SubnetKind, Topology,
 };
-
-/// Canister ids subnet `i` assigns: `Sim::create_canister` numbers them
-/// from `i << 20` and encodes the number as the IC does (8 big-endian bytes,
-/// then 0x01 0x01).
-const IDS_PER_SUBNET: u64 = 1 << 20;
-
-fn canister_id(index: u64) -> Principal {
-    let mut bytes = index.to_be_bytes().to_vec();
-    bytes.extend([1, 1]);
-    Principal::from_slice(&bytes)
-}
+use sim::{IDS_PER_SUBNET, canister_id};
 
 /// The ids subnet `index` (in ascending id byte order) assigns.
 pub fn canister_range(index: usize) -> CanisterIdRange {

@@ -24,6 +24,7 @@ pub use error::SimError;
 use faults::FaultState;
 pub(crate) use faults::TrapInjector;
 pub use faults::{Action, Event, Faults, Stall, TrapRate, Traps};
+pub use routing::{IDS_PER_SUBNET, canister_id};
 use routing::{Subnet, not_found};
 
 enum IngressState {
@@ -119,11 +120,8 @@ impl Sim {
             return Err(SimError::NoSuchSubnet { index: subnet, subnets: self.subnets.len() });
         };
         // Each subnet allocates from its own range, as on the IC.
-        let index = ((subnet as u64) << 20) + s.next_canister;
+        let id = canister_id(subnet as u64 * IDS_PER_SUBNET + s.next_canister);
         s.next_canister += 1;
-        let mut bytes = index.to_be_bytes().to_vec();
-        bytes.extend([1, 1]);
-        let id = Principal::from_slice(&bytes);
         s.canisters.insert(id);
         let limits = ApiLimits {
             queue_capacity: self.config.queue_capacity,

@@ -4,7 +4,7 @@ use candid::Principal;
 use std::collections::{BTreeSet, VecDeque};
 
 use super::{IngressState, Sim};
-use crate::canister::{Canister, Output};
+use crate::canister::Output;
 use crate::message::{Message, Payload, Reject, RejectCode, Response};
 use crate::system_api;
 
@@ -32,7 +32,7 @@ impl Sim {
             Output::Request(request) => Message::Request(request),
             Output::Response(response) => Message::Response(self.maybe_drop(response)),
         };
-        match self.canisters.get(&message.receiver()).map(Canister::subnet) {
+        match self.hosting_subnet(message.receiver()) {
             Some(to) if to == from => self.deliver(from, message),
             // Stopped at the border: the reject is inducted at the caller's next round.
             Some(_) if let Some(reject) = rejected_at_the_border(&message) => {
@@ -43,9 +43,22 @@ impl Sim {
                 let arrives = self.ticks.saturating_add(self.config.xnet_latency_rounds);
                 self.subnets[to].in_transit.push_back((arrives, message));
             }
-            // No such canister: induction on `from` answers for it.
+            // In no subnet's range: induction on `from` answers for it.
             None => self.deliver(from, message),
         }
+    }
+
+    /// The subnet whose id range holds `id`, as the IC's routing table
+    /// says: a deleted canister's id still routes there, and that subnet
+    /// answers for it.
+    fn hosting_subnet(&self, id: Principal) -> Option<usize> {
+        if let Some(canister) = self.canisters.get(&id) {
+            return Some(canister.subnet());
+        }
+        let bytes: [u8; 10] = id.as_slice().try_into().ok()?;
+        let (number, suffix) = bytes.split_at(8);
+        let subnet = usize::try_from(u64::from_be_bytes(number.try_into().ok()?) / IDS_PER_SUBNET).ok()?;
+        (suffix == CANISTER_ID_SUFFIX && subnet < self.subnets.len()).then_some(subnet)
     }
 
     /// Puts a message in its receiver's queue, or answers it when the
@@ -71,6 +84,20 @@ impl Sim {
             Message::Response(_) => {}
         }
     }
+}
+
+/// How many canister ids each subnet's range holds: subnet `i` (an index
+/// into [`Sim::subnets`]) numbers its canisters from `i * IDS_PER_SUBNET`.
+pub const IDS_PER_SUBNET: u64 = 1 << 20;
+
+const CANISTER_ID_SUFFIX: [u8; 2] = [1, 1];
+
+/// The canister id numbered `number`, encoded as the IC encodes canister
+/// ids: 8 big-endian bytes, then 0x01 0x01.
+pub fn canister_id(number: u64) -> Principal {
+    let mut bytes = number.to_be_bytes().to_vec();
+    bytes.extend(CANISTER_ID_SUFFIX);
+    Principal::from_slice(&bytes)
 }
 
 /// What a message to a canister that does not exist gets.

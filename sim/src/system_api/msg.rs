@@ -74,9 +74,10 @@ pub(super) fn register(r: &mut Registry) {
         let limit = max_reply_bytes(exec.context.kind);
         let payload_size = exec.effects.reply_data.len() + bytes.len();
         if payload_size > limit {
-            // The replica's words (`ic0_msg_reply_data_append`, rs/system_api/src/lib.rs).
+            // The replica's words: `ic0_msg_reply_data_append` in rs/system_api/src/lib.rs
+            // raises a ContractViolation, which it shows with this prefix.
             return trap(format!(
-                "ic0.msg_reply_data_append: application payload size ({payload_size}) cannot be larger than {limit}"
+                "Canister violated contract: ic0.msg_reply_data_append: application payload size ({payload_size}) cannot be larger than {limit}."
             ));
         }
         exec.effects.reply_data.extend_from_slice(&bytes);
