@@ -4,7 +4,7 @@ mod common;
 
 use candid::Principal;
 use common::*;
-use sim::{ONE_SECOND_NS, Sim};
+use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimConfig};
 
 /// Three subnet ids whose byte order differs from the order of their text
 /// form (which starts with a checksum).
@@ -128,4 +128,26 @@ fn a_timer_fires_in_the_first_round_at_or_past_its_time() {
     assert!(fired_at_tick_time.is_some(), "the timer never fired");
     run_until_idle(&mut w.sim);
     assert_eq!(timer_runs(&mut w.sim, w.probe).0, 1, "and does not fire again");
+}
+
+#[test]
+fn a_due_timer_and_every_queued_message_run_in_the_same_iteration() {
+    // One iteration a round: finalization takes what the round has left.
+    let round_limits =
+        RoundLimits { overhead_per_canister_for_finalization: u64::MAX, ..RoundLimits::default() };
+    let config = SimConfig { round_limits, ..SimConfig::default() };
+    let mut w = world_with(Sim::builder().with_config(config), 1, 0, 0);
+    let due = w.sim.time() + 1;
+    w.sim.update_call(w.probe, controller(), "set_timer", due.to_le_bytes().to_vec()).unwrap();
+    let never = u64::MAX.to_le_bytes().to_vec();
+    let queued: Vec<_> = (0..3)
+        .map(|_| w.sim.submit_call(w.probe, controller(), "set_timer", never.clone()).unwrap())
+        .collect();
+    w.sim.tick();
+    assert_eq!(timer_runs(&mut w.sim, w.probe).0, 1, "the timer ran first");
+    let answered = queued.iter().filter(|&&id| w.sim.ingress_status(id).is_some()).count();
+    assert_eq!(
+        answered, 3,
+        "and the 3 queued messages after it, as the replica runs them all in one iteration"
+    );
 }

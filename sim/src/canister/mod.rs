@@ -157,8 +157,10 @@ impl Canister {
 
     /// Whether anything waits to execute at `time`; the global timer only
     /// counts where `timers` (a round's first iteration).
-    pub fn has_work(&self, time: u64, timers: bool) -> bool {
-        !self.queue.is_empty() || (timers && self.timer_due(time))
+    /// Executions a turn runs: the queued messages, plus a due timer when
+    /// `timers` are looked at.
+    pub fn pending(&self, time: u64, timers: bool) -> usize {
+        self.queue.len() + usize::from(timers && self.timer_due(time))
     }
 
     fn exports(&self, name: &str) -> bool {

@@ -58,7 +58,7 @@ impl Sim {
             let active: Vec<Principal> = self.subnets[subnet]
                 .canisters
                 .iter()
-                .filter(|id| self.canisters[id].has_work(time, timers) && !self.is_paused(id))
+                .filter(|id| self.canisters[id].pending(time, timers) > 0 && !self.is_paused(id))
                 .copied()
                 .collect();
             if active.is_empty() {
@@ -76,7 +76,7 @@ impl Sim {
                 let used = &mut used[i % threads];
                 let canister = self.canisters.get_mut(&id).expect("on this subnet");
                 // What was inducted before this iteration, plus a due timer.
-                let pending = canister.queued().max(1);
+                let pending = canister.pending(time, timers);
                 let mut ran = 0;
                 while ran < pending && *used < budget {
                     let executed = canister.execute_next(time, timers);
