@@ -16,6 +16,7 @@ use wasmi::{
 use crate::metering;
 use crate::module::{self, COUNTER_EXPORT, MEMORY_EXPORT, TABLE_EXPORT, WasmError};
 use crate::system_api::{self, CanisterTrap, SystemState, TapeEvent};
+use crate::validation;
 
 /// How a module counts its instructions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,9 +38,10 @@ pub struct CompiledModule {
 }
 
 impl CompiledModule {
-    /// Instruments (see [`metering`]), rewrites the exports (see
-    /// [`module`]), validates and compiles.
+    /// Validates as the replica does (see [`validation`]), instruments (see
+    /// [`metering`]), rewrites the exports (see [`module`]) and compiles.
     pub fn compile(engine: &Engine, wasm: &[u8], metering: Metering) -> Result<Self, WasmError> {
+        validation::validate(wasm)?;
         let rewritten = match metering {
             Metering::Replica => {
                 let instrumented = metering::instrument(wasm)?;
@@ -97,10 +99,56 @@ pub struct Code {
 }
 
 /// An instance's state: linear memory and mutable globals.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Snapshot {
-    memory: Vec<u8>,
+    memory: MemoryImage,
     globals: Vec<Val>,
+}
+
+/// Linear memory as a snapshot keeps it: its size, and only the pages that
+/// are not all zeros, so that a checkpoint costs what the canister wrote,
+/// not what it declared.
+#[derive(Clone, Default)]
+struct MemoryImage {
+    len: usize,
+    /// The indices of the pages kept, ascending.
+    pages: Vec<u32>,
+    /// Their bytes, one [`IMAGE_PAGE`] after another.
+    bytes: Vec<u8>,
+}
+
+/// An OS page: a wasm page (64 KiB) is 16 of them.
+const IMAGE_PAGE: usize = 4096;
+
+impl MemoryImage {
+    fn of(memory: &[u8]) -> Self {
+        let mut image = Self { len: memory.len(), ..Self::default() };
+        for (i, page) in memory.chunks(IMAGE_PAGE).enumerate() {
+            if !is_zero(page) {
+                image.pages.push(i as u32);
+                image.bytes.extend_from_slice(page);
+            }
+        }
+        image
+    }
+
+    /// Writes the image over `memory`, which is as long.
+    fn write_to(&self, memory: &mut [u8]) {
+        let mut kept = self.pages.iter().zip(self.bytes.chunks(IMAGE_PAGE)).peekable();
+        for (i, page) in memory.chunks_mut(IMAGE_PAGE).enumerate() {
+            match kept.next_if(|(j, _)| **j as usize == i) {
+                Some((_, bytes)) => page.copy_from_slice(bytes),
+                None if !is_zero(page) => page.fill(0),
+                None => {}
+            }
+        }
+    }
+}
+
+/// Folds instead of stopping at the first non-zero byte, which the
+/// compiler vectorises.
+fn is_zero(page: &[u8]) -> bool {
+    page.iter().fold(0, |acc, &b| acc | b) == 0
 }
 
 impl Code {
@@ -109,10 +157,11 @@ impl Code {
         store: &mut Store<SystemState>,
         module: Rc<CompiledModule>,
     ) -> Result<Self, WasmError> {
-        let instance = module
-            .linker
-            .instantiate_and_start(&mut *store, &module.module)
-            .map_err(|e| WasmError::Instantiate(e.to_string()))?;
+        store.data_mut().limiter.take_refusal();
+        let instance = module.linker.instantiate_and_start(&mut *store, &module.module).map_err(|e| {
+            // Past the host-memory budget, say so rather than wasmi's "resource limiter denied".
+            WasmError::Instantiate(store.data_mut().limiter.take_refusal().unwrap_or_else(|| e.to_string()))
+        })?;
         let code = Self::from_instance(&*store, module, instance)?;
         store.data_mut().memory = Some(code.memory);
         store.data_mut().counter = code.counter;
@@ -195,7 +244,7 @@ impl Code {
 
     pub fn snapshot(&self, store: impl AsContext) -> Snapshot {
         Snapshot {
-            memory: self.memory.data(store.as_context()).to_vec(),
+            memory: MemoryImage::of(self.memory.data(store.as_context())),
             globals: self.globals.iter().map(|g| g.get(&store)).collect(),
         }
     }
@@ -203,27 +252,34 @@ impl Code {
     /// Puts `snapshot` into this instance. Linear memory cannot shrink: the
     /// instance's memory must not be larger than the snapshot's.
     pub fn load(&self, mut store: impl AsContextMut, snapshot: &Snapshot) {
-        let missing = snapshot.memory.len() - self.memory.data_size(&store);
+        let missing = snapshot.memory.len - self.memory.data_size(&store);
         if missing > 0 {
             self.memory
                 .grow(&mut store, (missing / 65536) as u64)
                 .expect("the snapshot's size was reached before");
         }
-        self.memory.data_mut(store.as_context_mut()).copy_from_slice(&snapshot.memory);
+        snapshot.memory.write_to(self.memory.data_mut(store.as_context_mut()));
         for (global, value) in self.globals.iter().zip(&snapshot.globals) {
             global.set(&mut store, value.clone()).expect("same type");
         }
     }
 
-    /// Returns a live instance to `snapshot`; if its memory grew past the
-    /// snapshot's, a fresh instance takes its place.
+    /// Returns a live instance to `snapshot`. Linear memory cannot shrink:
+    /// if it grew past the snapshot's, a fresh instance in a fresh store
+    /// takes its place (a store frees an instance only when it is dropped).
     pub fn restore(&mut self, store: &mut Store<SystemState>, snapshot: &Snapshot) {
-        if self.memory_len(&*store) > snapshot.memory.len() {
+        if self.memory_len(&*store) > snapshot.memory.len {
+            *store = system_api::move_to_new_store(store);
+            // The old instance's memory is free, and the snapshot's size
+            // was reached within the budget before.
             *self = Code::instantiate(store, self.module.clone()).expect("the module instantiated before");
         }
         self.load(store, snapshot);
     }
 }
+
+/// The replica's message for growth past the subnet's memory.
+pub const CANNOT_GROW: &str = "Canister cannot grow its memory usage.";
 
 /// The replica's message for a message that ran out of instructions.
 pub fn out_of_instructions(limit: u64) -> CanisterTrap {
@@ -238,6 +294,8 @@ fn describe_trap(error: Error, limit: u64, exhausted: bool) -> CanisterTrap {
     }
     match error.as_trap_code() {
         Some(TrapCode::UnreachableCodeReached) if exhausted => out_of_instructions(limit),
+        // Only the host-memory budget limits growth (see `host_memory`).
+        Some(TrapCode::GrowthOperationLimited) => CanisterTrap(CANNOT_GROW.into()),
         Some(code) => CanisterTrap(format!("Canister trapped: {code}")),
         None => CanisterTrap(format!("Canister trapped: {error}")),
     }

@@ -55,6 +55,7 @@ pub mod bench;
 mod canister;
 mod code;
 mod cycles;
+mod host_memory;
 mod message;
 mod metering;
 mod module;
@@ -62,7 +63,9 @@ mod sim;
 mod stable;
 mod stats;
 mod system_api;
+mod validation;
 
+pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, LINEAR_MEMORY_COPIES, STABLE_MEMORY_COPIES, TABLE_COPIES};
 pub use message::{MessageId, Reject, RejectCode};
 pub use sim::{
     Action, Event, Faults, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Sim, SimBuilder,

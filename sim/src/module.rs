@@ -3,7 +3,9 @@
 //! The replica's instrumentation exports the function table (callbacks are
 //! table indices) and the mutable globals (part of the state a trap must
 //! roll back). rustc exports neither, so the export section is rewritten at
-//! load time.
+//! load time. It also exports the start function as `canister_start` and
+//! removes the start section, so that instantiating runs no code: the
+//! start function runs at install, metered, as a message of its own.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -33,12 +35,21 @@ pub enum WasmError {
     Link(String),
     #[error("cannot instantiate the module: {0}")]
     Instantiate(String),
+    /// Refused by [`crate::validation`], with the replica's message.
+    #[error("Canister's Wasm module is not valid: {0}")]
+    NotValid(String),
+    #[error("Wasm module size of {size} exceeds the maximum allowed size of {allowed}.")]
+    TooLarge { size: usize, allowed: usize },
+    #[error("Canister's Wasm module is not valid: the simulator runs wasm32 modules only, not memory64")]
+    Memory64,
 }
 
 fn malformed(e: wasmparser::BinaryReaderError) -> WasmError {
     WasmError::Malformed(e.to_string())
 }
 
+/// What the start function is exported as (validation refuses the name in a module).
+pub const START_EXPORT: &str = "canister_start";
 /// The names the rewritten module exports its internals under.
 pub const MEMORY_EXPORT: &str = "__sim_memory";
 pub const TABLE_EXPORT: &str = "__sim_table";
@@ -60,6 +71,7 @@ pub struct RewrittenModule {
 }
 
 const EXPORT_SECTION_ID: u8 = 7;
+const START_SECTION_ID: u8 = 8;
 
 /// Rewrites the export section of a module (already instrumented by
 /// [`crate::metering`]); `counter` is the instruction counter's global,
@@ -72,8 +84,10 @@ pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, Was
     let mut mutable_globals = vec![];
     let mut exports = ExportSection::new();
     let mut function_exports = vec![];
+    let mut start = None;
     for payload in Parser::new(0).parse_all(wasm) {
         match payload.map_err(|e| WasmError::Invalid(e.to_string()))? {
+            Payload::StartSection { func, .. } => start = Some(func),
             Payload::ImportSection(reader) => {
                 for import in reader {
                     match import.map_err(malformed)?.ty {
@@ -113,6 +127,10 @@ pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, Was
             _ => {}
         }
     }
+    if let Some(func) = start {
+        exports.export(START_EXPORT, ExportKind::Func, func);
+        function_exports.push(START_EXPORT.to_string());
+    }
     if has_memory {
         exports.export(MEMORY_EXPORT, ExportKind::Memory, 0);
     }
@@ -130,6 +148,7 @@ pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, Was
     // `ExportSection::encode` writes the section's size first: drop it.
     let (_, size_len) = leb_u32(&contents).ok_or(WasmError::TruncatedSectionHeader)?;
     let wasm = splice(wasm, BTreeMap::from([(EXPORT_SECTION_ID, contents[size_len..].to_vec())]))?;
+    let wasm = without_section(&wasm, START_SECTION_ID)?;
     Ok(RewrittenModule { wasm, mutable_globals, has_memory, has_table, function_exports })
 }
 
@@ -167,6 +186,17 @@ pub(crate) fn splice(wasm: &[u8], mut replaced: BTreeMap<u8, Vec<u8>>) -> Result
     rest.sort_by_key(|(id, _)| rank(*id));
     for (id, contents) in rest {
         put(&mut out, id, &contents);
+    }
+    Ok(out)
+}
+
+/// Copies `wasm` without its section `id`.
+fn without_section(wasm: &[u8], id: u8) -> Result<Vec<u8>, WasmError> {
+    let mut out = wasm[..8].to_vec();
+    for (section, range) in sections(wasm)? {
+        if section != id {
+            out.extend_from_slice(&wasm[range]);
+        }
     }
     Ok(out)
 }
@@ -275,6 +305,18 @@ mod tests {
         let m = rewrite(&wasm, None).unwrap();
         wasmparser::validate(&m.wasm).unwrap();
         assert!(m.has_memory && !m.has_table);
+    }
+
+    #[test]
+    fn the_start_function_becomes_canister_start() {
+        let wasm =
+            wat::parse_str("(module (memory 1) (func $s) (start $s) (export \"f\" (func $s)))").unwrap();
+        let m = rewrite(&wasm, None).unwrap();
+        wasmparser::validate(&m.wasm).unwrap();
+        assert_eq!(m.function_exports, vec!["f", START_EXPORT]);
+        let start =
+            Parser::new(0).parse_all(&m.wasm).any(|p| matches!(p.unwrap(), Payload::StartSection { .. }));
+        assert!(!start, "the start section is gone");
     }
 
     #[test]

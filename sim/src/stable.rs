@@ -26,6 +26,11 @@ pub struct StableMemory {
 }
 
 impl StableMemory {
+    /// The size in bytes.
+    pub fn size(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
     pub fn pages(&self) -> u64 {
         self.bytes.len() as u64 / PAGE_SIZE
     }

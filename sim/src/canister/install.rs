@@ -9,9 +9,10 @@ use super::rollback::Installed;
 use super::{Canister, Output};
 use crate::code::{Code, CompiledModule, Entry, Snapshot};
 use crate::message::{CallContextId, Message, Payload, RejectCode};
+use crate::module::START_EXPORT;
 use crate::sim::SimError;
 use crate::stable::StableMemory;
-use crate::system_api::{EntryKind, MessageContext, SystemState};
+use crate::system_api::{self, EntryKind, MessageContext, SystemState};
 
 /// How new code arrives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +90,8 @@ impl Canister {
     }
 
     /// Runs the old code's `canister_pre_upgrade`, puts the new code in a
-    /// fresh store and runs its `canister_init` or `canister_post_upgrade`.
+    /// fresh store and runs its start function, then its `canister_init` or
+    /// `canister_post_upgrade`, as the replica does.
     fn replace_code(
         &mut self,
         checkpoint: &mut InstallCheckpoint,
@@ -100,17 +102,19 @@ impl Canister {
         if mode == InstallMode::Upgrade {
             self.run_hook(EntryKind::PreUpgrade, "canister_pre_upgrade", vec![], sender, time)?;
         }
-        let mut state = self.take_state();
+        let mut state = system_api::take_state(&mut self.store);
         state.memory = None;
         state.counter = None;
         state.global_timer = 0;
         if mode == InstallMode::Install {
             state.stable = Default::default();
+            state.settle_stable();
         }
-        let old_store = std::mem::replace(&mut self.store, Store::new(engine, state));
+        let old_store = std::mem::replace(&mut self.store, system_api::new_store(engine, state));
         checkpoint.replaced = Some((old_store, self.code.take()));
         let code = Code::instantiate(&mut self.store, module)?;
         self.code = Some(Installed::new(code, &self.store));
+        self.run_hook(EntryKind::Start, START_EXPORT, vec![], sender, time)?;
         match mode {
             InstallMode::Install => self.run_hook(EntryKind::Init, "canister_init", arg, sender, time),
             InstallMode::Upgrade => {
@@ -122,13 +126,14 @@ impl Canister {
     fn restore(&mut self, checkpoint: InstallCheckpoint) {
         let InstallCheckpoint { instance, stable, memory, counter, global_timer, replaced } = checkpoint;
         if let Some((store, code)) = replaced {
-            let state = self.take_state();
+            let state = system_api::take_state(&mut self.store);
             self.store = store;
-            *self.store.data_mut() = state;
+            system_api::put_state(&mut self.store, state);
             self.code = code;
         }
         let state = self.store.data_mut();
         state.stable = stable;
+        state.settle_stable();
         state.memory = memory;
         state.counter = counter;
         state.global_timer = global_timer;
@@ -137,11 +142,6 @@ impl Canister {
             installed.checkpoint = snapshot;
             installed.log.clear();
         }
-    }
-
-    fn take_state(&mut self) -> SystemState {
-        let placeholder = SystemState::new(self.id, vec![], 0, self.store.data().limits);
-        std::mem::replace(self.store.data_mut(), placeholder)
     }
 
     /// Runs an init or upgrade hook if the module exports it; a trap fails

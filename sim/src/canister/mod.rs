@@ -13,12 +13,13 @@ use wasmi::{Engine, Store};
 
 use crate::code::{Entry, Recorded};
 use crate::cycles;
+use crate::host_memory::HostMemory;
 use crate::message::{
     CallContextId, CallbackId, Ingress, Message, MessageId, Payload, Reject, RejectCode, Request, Response,
 };
 use crate::sim::TrapInjector;
 use crate::stats::CanisterStats;
-use crate::system_api::{ApiLimits, EntryKind, MessageContext, SystemState};
+use crate::system_api::{self, ApiLimits, EntryKind, MessageContext, SystemState};
 use call_context::{CallContext, Callback, Origin};
 pub use install::{InstallMode, Installation};
 use rollback::Installed;
@@ -79,12 +80,13 @@ impl Canister {
         cycles: u128,
         limits: ApiLimits,
         tracing: bool,
+        budget: &HostMemory,
     ) -> Self {
         Self {
             id,
             subnet,
             status: CanisterStatus::Running,
-            store: Store::new(engine, SystemState::new(id, controllers, cycles, limits)),
+            store: system_api::new_store(engine, SystemState::new(id, controllers, cycles, limits, budget)),
             code: None,
             call_contexts: BTreeMap::new(),
             callbacks: BTreeMap::new(),

@@ -46,10 +46,14 @@ impl Installed {
         let mut replayer =
             Replayer::new(store.engine(), self.code.module.clone()).expect("the module instantiated before");
         replayer.load(&self.checkpoint);
+        // At most three copies of the memory at once (see `host_memory`):
+        // the live one, the replayer's, and one checkpoint.
+        self.checkpoint = Snapshot::default();
         for recorded in self.log.drain(..) {
             replayer.replay(recorded).expect("a committed execution replays exactly");
         }
         self.checkpoint = replayer.snapshot();
+        drop(replayer);
         self.instructions_since_checkpoint = 0;
         self.code.restore(store, &self.checkpoint);
     }
@@ -79,12 +83,16 @@ impl Canister {
         let limit = state.limits.max_instructions_per_message;
         context.instruction_limit = limit;
         state.exec = Some(Execution { context, effects: Effects::default() });
-        let (instructions, trap) = installed.code.run(&mut self.store, &entry, limit);
+        let (instructions, mut trap) = installed.code.run(&mut self.store, &entry, limit);
         let state = self.store.data_mut();
+        if let (Some(trap), Some(why)) = (trap.as_mut(), state.limiter.take_refusal()) {
+            trap.0 = format!("{} {why}", trap.0);
+        }
         let effects = state.exec.take().expect("set above").effects;
         let tape = state.tape.take();
         if trap.is_some() || !keep {
             state.stable.rollback();
+            state.settle_stable();
         }
         match (discard_from, tape) {
             (Some(snapshot), _) => installed.code.restore(&mut self.store, &snapshot),

@@ -87,10 +87,11 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
     let helper_type = [0x60, 1, 0x7e, 1, 0x7e];
     let mut function_entry = vec![];
     (module.params.len() as u32).encode(&mut function_entry);
-    // (global (mut i64) (i64.const i64::MAX)): a start function, which runs
-    // at instantiation before any limit is set, is not limited.
+    // (global (mut i64) (i64.const 0)): set before every execution; nothing
+    // runs at instantiation (the start function is `canister_start`, see
+    // `crate::module`).
     let mut global_entry = vec![0x7e, 1];
-    Instruction::I64Const(i64::MAX).encode(&mut global_entry);
+    Instruction::I64Const(0).encode(&mut global_entry);
     Instruction::End.encode(&mut global_entry);
     let replaced = [
         (TYPE_SECTION, append_entry(section(TYPE_SECTION), &helper_type)?),
@@ -253,6 +254,10 @@ enum Charge {
     Block { cost: u64, reentrant: bool },
     /// The size operand on top of the stack (i64 if `wide`).
     Size { wide: bool },
+    /// Nothing to charge: trap if the counter is negative. Before a tail
+    /// call, which leaves the function without passing a loop header or
+    /// the end of the message (the replica checks at every function entry).
+    Check,
 }
 
 /// Whether `op` ends a basic block ([INS] `injections`): the next
@@ -310,8 +315,12 @@ fn points(ops: &[Operator], memory64: bool, hoisted: bool, hoist: &dyn Fn(u32) -
                     }
                 }
                 called = true;
+                if matches!(op, ReturnCall { .. }) {
+                    points.push(Point { before: i, charge: Charge::Check });
+                }
             }
             CallIndirect { .. } => called = true,
+            ReturnCallIndirect { .. } => points.push(Point { before: i, charge: Charge::Check }),
             MemoryFill { .. } | MemoryCopy { .. } | TableFill { .. } | TableCopy { .. } => {
                 points.push(Point { before: i, charge: Charge::Size { wide: memory64 } });
             }
@@ -382,6 +391,7 @@ impl Rules {
                 }
                 code
             }
+            Charge::Check => self.trap_if_negative().to_vec(),
             // A 64-bit size may take the counter past i64::MIN: the helper
             // stops there, as the replica's does.
             Charge::Size { wide: true } => vec![I::Call(self.helper)],
@@ -485,8 +495,20 @@ mod tests {
             .map(|p| match p.charge {
                 Charge::Block { cost, reentrant } => (p.before, cost, reentrant),
                 Charge::Size { .. } => (p.before, u64::MAX, false),
+                Charge::Check => (p.before, 0, true),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_tail_call_checks_the_counter_after_charging_its_callee() {
+        let ops = [Operator::ReturnCall { function_index: 7 }, Operator::End];
+        // Hoisted itself, so its own entry block is its callers' to charge.
+        assert_eq!(points_of(&ops, true), [(0, 40, false), (0, 0, true)]);
+        let ops =
+            [Operator::I32Const { value: 0 }, Operator::ReturnCallIndirect { type_index: 0, table_index: 0 }];
+        let cost = costs::FUNCTION_ENTRY + 1 + 60;
+        assert_eq!(points_of(&ops, false), [(0, cost, false), (1, 0, true)]);
     }
 
     #[test]

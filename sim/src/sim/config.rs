@@ -7,6 +7,7 @@ use super::Sim;
 use super::routing::Subnet;
 use crate::bench::Tracing;
 use crate::code;
+use crate::host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
 
 /// A round's instruction budget, its scheduler threads and overheads, as in
 /// the replica's `SchedulerConfig` for application subnets
@@ -72,6 +73,11 @@ pub struct SimConfig {
     /// slicing: `rs/config/src/subnet_config.rs`). Smaller values let tests
     /// run a canister that loops forever in little host time.
     pub max_instructions_per_message: u64,
+    /// Bytes of the host's memory that the canisters may hold in all (see
+    /// [`crate::host_memory`]: a canister's linear memory counts three
+    /// times). Growth past it fails as growth past a limit fails on the IC,
+    /// and a module that does not fit is refused at install.
+    pub host_memory_budget: u64,
 }
 
 impl Default for SimConfig {
@@ -84,6 +90,7 @@ impl Default for SimConfig {
             round_limits: RoundLimits::default(),
             xnet_latency_rounds: 0,
             max_instructions_per_message: crate::cycles::MAX_INSTRUCTIONS_PER_MESSAGE,
+            host_memory_budget: DEFAULT_HOST_MEMORY_BUDGET,
         }
     }
 }
@@ -136,6 +143,13 @@ impl SimBuilder {
         self
     }
 
+    /// What the canisters may hold of the host's memory (see
+    /// [`SimConfig::host_memory_budget`]).
+    pub fn with_host_memory_budget(mut self, bytes: u64) -> Self {
+        self.config.host_memory_budget = bytes;
+        self
+    }
+
     /// Replaces the whole configuration (an earlier `with_time_step` too).
     pub fn with_config(mut self, config: SimConfig) -> Self {
         self.config = config;
@@ -160,6 +174,7 @@ impl SimBuilder {
             .collect();
         Sim {
             engine: code::engine(),
+            host_memory: HostMemory::new(self.config.host_memory_budget),
             config: self.config,
             subnets,
             canisters: BTreeMap::new(),

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use crate::bench::{Recorded, Traced};
 use crate::canister::{Canister, CanisterStatus, InstallMode, Installation};
 use crate::code;
+use crate::host_memory::HostMemory;
 use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
 use crate::stats::CanisterStats;
 use crate::system_api::ApiLimits;
@@ -35,6 +36,8 @@ enum IngressState {
 /// The simulated IC.
 pub struct Sim {
     engine: wasmi::Engine,
+    /// What the canisters hold of the host's memory.
+    host_memory: HostMemory,
     config: SimConfig,
     /// In ascending order of id bytes: the order of a tick.
     subnets: Vec<Subnet>,
@@ -110,6 +113,12 @@ impl Sim {
         Ok(canister)
     }
 
+    /// Bytes of the host-memory budget the canisters hold now (see
+    /// [`SimConfig::host_memory_budget`]): never more than the budget.
+    pub fn host_memory_used(&self) -> u64 {
+        self.host_memory.used()
+    }
+
     /// Creates an empty canister on subnet `subnet` (an index into [`Sim::subnets`]).
     pub fn create_canister(
         &mut self,
@@ -135,6 +144,7 @@ impl Sim {
             self.config.initial_cycles,
             limits,
             self.tracing,
+            &self.host_memory,
         );
         self.canisters.insert(id, canister);
         Ok(id)

@@ -50,6 +50,33 @@ impl Contexts {
     }
 }
 
+/// What `canister_start` may call (the replica's `ApiType::Start`).
+const ALLOWED_IN_START: [&str; 12] = [
+    "debug_print",
+    "trap",
+    "performance_counter",
+    "is_controller",
+    "in_replicated_execution",
+    "cost_call",
+    "stable64_size",
+    "stable64_grow",
+    "stable64_read",
+    "stable64_write",
+    "stable_size",
+    "stable_grow",
+];
+
+/// Traps if the running message is `canister_start` and may not call `name`,
+/// with the replica's message.
+pub fn check_start(state: &SystemState, name: &str) -> Result<(), Error> {
+    match &state.exec {
+        Some(exec) if exec.context.kind == EntryKind::Start && !ALLOWED_IN_START.contains(&name) => {
+            trap(format!("Canister violated contract: \"ic0_{name}\" cannot be executed in start mode"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The linker being filled, and the names defined in it so far.
 pub struct Registry {
     linker: Linker<SystemState>,
@@ -100,6 +127,7 @@ macro_rules! def {
                 let args: &[u64] = &[$($crate::system_api::linker::Count::count($p)),*];
                 $crate::system_api::charge(&mut $c, cost.charge(args))?;
                 contexts.check($c.data(), $name)?;
+                $crate::system_api::linker::check_start($c.data(), $name)?;
                 #[allow(clippy::redundant_closure_call)]
                 let result: $ret = (|| $body)();
                 $crate::system_api::tape::HostResult::recorded(result, $c.data_mut())
@@ -150,8 +178,14 @@ mod tests {
 
     fn running(kind: EntryKind) -> SystemState {
         let id = Principal::anonymous();
-        let mut state =
-            SystemState::new(id, vec![], 0, ApiLimits { queue_capacity: 1, max_instructions_per_message: 0 });
+        let budget = crate::host_memory::HostMemory::new(0);
+        let mut state = SystemState::new(
+            id,
+            vec![],
+            0,
+            ApiLimits { queue_capacity: 1, max_instructions_per_message: 0 },
+            &budget,
+        );
         let context = MessageContext::new(kind, id, String::new(), vec![], 0);
         state.exec = Some(Execution { context, effects: Effects::default() });
         state

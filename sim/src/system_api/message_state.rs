@@ -29,6 +29,8 @@ pub struct PerformedCall {
 /// What kind of entry point runs; decides which system calls make sense.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryKind {
+    /// The module's start function, which the replica runs as `canister_start`.
+    Start,
     Init,
     PreUpgrade,
     PostUpgrade,

@@ -8,6 +8,7 @@
 mod calls;
 mod canister;
 mod debug;
+mod ic0;
 mod linker;
 mod memory;
 mod message_state;
@@ -19,12 +20,14 @@ mod time;
 use candid::Principal;
 use std::collections::BTreeMap;
 use std::fmt;
-use wasmi::{Caller, Error, Global, Memory, Val};
+use wasmi::{Caller, Engine, Error, Global, Memory, Store, Val};
 
+use crate::host_memory::{Held, HostMemory, STABLE_MEMORY_COPIES, StoreLimiter};
 use crate::stable::{OutOfBounds, StableMemory};
 
 pub use calls::too_large_for_another_subnet;
 pub use debug::DebugLog;
+pub use ic0::IC0;
 pub use linker::linker;
 pub use message_state::{Effects, EntryKind, Execution, MessageContext, PerformedCall};
 pub use tape::TapeEvent;
@@ -93,10 +96,22 @@ pub struct SystemState {
     pub debug_log: DebugLog,
     /// The current message's tape, when recording.
     pub tape: Option<Vec<TapeEvent>>,
+    /// What the store's memories and tables hold of the host-memory
+    /// budget. It belongs to the store, not to the canister: it stays with
+    /// the store when the state moves to another ([`move_to_new_store`]).
+    pub limiter: StoreLimiter,
+    /// What stable memory holds of the budget; it moves with the state.
+    pub stable_held: Held,
 }
 
 impl SystemState {
-    pub fn new(id: Principal, controllers: Vec<Principal>, balance: u128, limits: ApiLimits) -> Self {
+    pub fn new(
+        id: Principal,
+        controllers: Vec<Principal>,
+        balance: u128,
+        limits: ApiLimits,
+        budget: &HostMemory,
+    ) -> Self {
         Self {
             id,
             controllers,
@@ -113,7 +128,16 @@ impl SystemState {
             exec: None,
             debug_log: DebugLog::default(),
             tape: None,
+            limiter: StoreLimiter::new(budget),
+            stable_held: Held::new(budget),
         }
+    }
+
+    /// Holds what stable memory's current size takes of the budget (see
+    /// [`crate::host_memory`]), whether or not it fits: for a size that was
+    /// reached within the budget before.
+    pub fn settle_stable(&mut self) {
+        self.stable_held.set(self.stable.size() * STABLE_MEMORY_COPIES);
     }
 
     /// The balance the running message sees (outside one, the committed one).
@@ -166,3 +190,35 @@ fn outside_a_message<T>() -> Result<T, Error> {
 }
 
 type Ctx<'a> = Caller<'a, SystemState>;
+
+/// A store for a canister's instance, whose memories and tables take from
+/// the host-memory budget.
+pub fn new_store(engine: &Engine, state: SystemState) -> Store<SystemState> {
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limiter);
+    store
+}
+
+/// Takes the state out of `store`, leaving a placeholder, and keeps the
+/// store's own charge on the host-memory budget with the store (it is
+/// given back when the store and its instances are dropped).
+pub fn take_state(store: &mut Store<SystemState>) -> SystemState {
+    let old = store.data();
+    let placeholder = SystemState::new(old.id, vec![], 0, old.limits, old.limiter.budget());
+    let mut state = std::mem::replace(store.data_mut(), placeholder);
+    std::mem::swap(&mut state.limiter, &mut store.data_mut().limiter);
+    state
+}
+
+/// Puts `state` (from [`take_state`]) into `store`, which keeps its charge.
+pub fn put_state(store: &mut Store<SystemState>, mut state: SystemState) {
+    std::mem::swap(&mut state.limiter, &mut store.data_mut().limiter);
+    *store.data_mut() = state;
+}
+
+/// A new, empty store with the state of `store` (whose instances are
+/// dropped with it).
+pub fn move_to_new_store(store: &mut Store<SystemState>) -> Store<SystemState> {
+    let state = take_state(store);
+    new_store(store.engine(), state)
+}

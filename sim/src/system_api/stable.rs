@@ -5,11 +5,37 @@ use wasmi::Error;
 use super::linker::{Registry, def};
 use super::memory::{read, write};
 use super::{CanisterTrap, Ctx, charge};
+use crate::code::CANNOT_GROW;
+use crate::host_memory::{Bytes, STABLE_MEMORY_COPIES};
 use crate::metering::costs::{DIRTY_PAGE, OS_PAGE_SIZE};
+use crate::stable::{MAX_PAGES, PAGE_SIZE};
 
 pub(super) fn register(r: &mut Registry) {
     def!(r, "stable64_size", |c: Ctx<'_>| -> i64 { c.data().stable.pages() as i64 });
-    def!(r, "stable64_grow", |c: Ctx<'_>, pages: i64| -> i64 { c.data_mut().stable.grow(pages as u64) });
+    def!(r, "stable64_grow", |c: Ctx<'_>, pages: i64| -> Result<i64, Error> {
+        let state = c.data_mut();
+        let pages = pages as u64;
+        // Past the model's limit `grow` refuses (-1) and costs nothing;
+        // past the budget, a trap, as for linear memory (see `host_memory`).
+        if pages <= MAX_PAGES - state.stable.pages() {
+            let more = pages * PAGE_SIZE * STABLE_MEMORY_COPIES;
+            let budget = state.stable_held.budget();
+            if !budget.fits(more) {
+                let why = format!(
+                    "growing stable memory by {} would take {} of the simulator's host-memory budget ({} held \
+                     by every canister, {} in all)",
+                    Bytes(pages * PAGE_SIZE),
+                    Bytes(more),
+                    Bytes(budget.used()),
+                    Bytes(budget.limit())
+                );
+                return Err(CanisterTrap(format!("{CANNOT_GROW} {why}")).into());
+            }
+        }
+        let old = state.stable.grow(pages);
+        state.settle_stable();
+        Ok(old)
+    });
     def!(r, "stable64_write", |c: Ctx<'_>, offset: i64, src: i64, size: i64| -> Result<(), Error> {
         let bytes = read(&c, src as i32, size as i32)?;
         c.data_mut().stable.write(offset as u64, &bytes).map_err(CanisterTrap::from)?;

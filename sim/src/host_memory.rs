@@ -1,0 +1,287 @@
+//! The host-memory budget: how much of the host's memory the canisters of
+//! one simulator may hold, so that no module can exhaust the process.
+//!
+//! The replica keeps a canister's memory as copy-on-write pages; the
+//! simulator holds whole copies, and counts each against the budget:
+//!
+//! - linear memory [`LINEAR_MEMORY_COPIES`] times: the instance (wasmi
+//!   allocates and zeroes all of it), its checkpoint, and the copy that a
+//!   rollback replays on or a query runs from;
+//! - tables [`TABLE_COPIES`] times (the instance, and the one a rollback
+//!   replays on), at [`TABLE_ELEMENT_BYTES`] an element;
+//! - stable memory [`STABLE_MEMORY_COPIES`] times: the bytes, the undo log of
+//!   a message that overwrites them, and the copy an upgrade keeps until it
+//!   has succeeded.
+//!
+//! Growth past the budget traps, as growth past the subnet's memory traps
+//! on the IC ("Canister cannot grow its memory usage."), and a module whose
+//! declared memory or tables do not fit is refused at install. (A trap, not
+//! -1: a trapped message is rolled back, while one that went on after a
+//! refused growth would be replayed without the refusal after a later
+//! trap, since the budget is not part of the canister's state.)
+
+use std::cell::Cell;
+use std::fmt;
+use std::rc::Rc;
+use wasmi::ResourceLimiter;
+use wasmi::errors::{MemoryError, TableError};
+use wasmi_core::LimiterError;
+
+/// What a simulator's canisters may hold of the host's memory unless its
+/// builder says otherwise: 8 GiB, a third of this project's 24 GiB
+/// machines, enough for a canister with 2 GiB of heap.
+pub const DEFAULT_HOST_MEMORY_BUDGET: u64 = 8 << 30;
+/// See the module doc.
+pub const LINEAR_MEMORY_COPIES: u64 = 3;
+/// See the module doc.
+pub const TABLE_COPIES: u64 = 2;
+/// See the module doc.
+pub const STABLE_MEMORY_COPIES: u64 = 3;
+/// Host bytes per table element (wasmi keeps one untyped 64-bit cell).
+pub const TABLE_ELEMENT_BYTES: u64 = 8;
+
+/// A budget shared by everything one simulator holds.
+#[derive(Clone)]
+pub struct HostMemory(Rc<Budget>);
+
+struct Budget {
+    limit: u64,
+    used: Cell<u64>,
+}
+
+impl HostMemory {
+    pub fn new(limit: u64) -> Self {
+        Self(Rc::new(Budget { limit, used: Cell::new(0) }))
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.0.limit
+    }
+
+    pub fn used(&self) -> u64 {
+        self.0.used.get()
+    }
+
+    /// Whether `bytes` more fit.
+    pub fn fits(&self, bytes: u64) -> bool {
+        self.used().checked_add(bytes).is_some_and(|total| total <= self.limit())
+    }
+}
+
+impl fmt::Debug for HostMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HostMemory({} of {} bytes)", self.used(), self.limit())
+    }
+}
+
+/// What one holder (a store's memories and tables, a stable memory) has
+/// of the budget; given back when it is dropped.
+#[derive(Debug)]
+pub struct Held {
+    budget: HostMemory,
+    bytes: u64,
+}
+
+impl Held {
+    pub fn new(budget: &HostMemory) -> Self {
+        Self { budget: budget.clone(), bytes: 0 }
+    }
+
+    pub fn budget(&self) -> &HostMemory {
+        &self.budget
+    }
+
+    /// Takes `bytes` more if they fit.
+    pub fn try_add(&mut self, bytes: u64) -> bool {
+        if !self.budget.fits(bytes) {
+            return false;
+        }
+        self.budget.0.used.set(self.budget.used() + bytes);
+        self.bytes += bytes;
+        true
+    }
+
+    /// Holds exactly `bytes`, whether or not they fit: for returning to a
+    /// state that was held before.
+    pub fn set(&mut self, bytes: u64) {
+        let used = self.budget.used() - self.bytes;
+        self.budget.0.used.set(used.saturating_add(bytes));
+        self.bytes = bytes;
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.set(0);
+    }
+}
+
+/// A store's limiter: growing its memories and tables takes from the
+/// budget; the store gives it all back when it is dropped. It remembers why
+/// it last refused, for the error an install or a trap reports.
+#[derive(Debug)]
+pub struct StoreLimiter {
+    held: Held,
+    refused: Option<String>,
+    /// What the last growth took, to give back if the growth then fails.
+    last: u64,
+}
+
+impl StoreLimiter {
+    pub fn new(budget: &HostMemory) -> Self {
+        Self { held: Held::new(budget), refused: None, last: 0 }
+    }
+
+    pub fn budget(&self) -> &HostMemory {
+        self.held.budget()
+    }
+
+    /// Why growth was last refused, once.
+    pub fn take_refusal(&mut self) -> Option<String> {
+        self.refused.take()
+    }
+
+    /// Takes what growing by `by` bytes costs, or says why not.
+    fn grow(&mut self, what: &str, by: u64, copies: u64) -> Result<bool, LimiterError> {
+        let bytes = by.saturating_mul(copies);
+        if self.held.try_add(bytes) {
+            self.last = bytes;
+            return Ok(true);
+        }
+        let budget = self.held.budget();
+        self.refused = Some(format!(
+            "{what} would take {} of the simulator's host-memory budget ({} held by every canister, {} in all; \
+             the simulator holds {copies} copies of it)",
+            Bytes(bytes),
+            Bytes(budget.used()),
+            Bytes(budget.limit()),
+        ));
+        Err(LimiterError::ResourceLimiterDeniedAllocation)
+    }
+
+    fn grow_failed(&mut self) {
+        let held = self.held.bytes - self.last;
+        self.held.set(held);
+        self.last = 0;
+    }
+}
+
+/// Growth past a memory's or table's own maximum fails (-1) before it
+/// costs anything.
+impl ResourceLimiter for StoreLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> Result<bool, LimiterError> {
+        if maximum.is_some_and(|max| desired > max) {
+            return Ok(false);
+        }
+        let by = (desired - current) as u64;
+        self.grow(&format!("growing linear memory by {}", Bytes(by)), by, LINEAR_MEMORY_COPIES)
+    }
+
+    fn memory_grow_failed(&mut self, _error: &MemoryError) -> Result<(), LimiterError> {
+        self.grow_failed();
+        Ok(())
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> Result<bool, LimiterError> {
+        if maximum.is_some_and(|max| desired > max) {
+            return Ok(false);
+        }
+        let by = (desired - current) as u64;
+        let what = format!("a table of {by} more elements");
+        self.grow(&what, by.saturating_mul(TABLE_ELEMENT_BYTES), TABLE_COPIES)
+    }
+
+    fn table_grow_failed(&mut self, _error: &TableError) -> Result<(), LimiterError> {
+        self.grow_failed();
+        Ok(())
+    }
+
+    fn instances(&self) -> usize {
+        1
+    }
+
+    fn tables(&self) -> usize {
+        usize::MAX
+    }
+
+    fn memories(&self) -> usize {
+        1
+    }
+}
+
+/// A byte count as people read it (`12 GiB`, `64 KiB`, `100 bytes`).
+#[derive(Clone, Copy)]
+pub struct Bytes(pub u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+        for (unit, size) in UNITS {
+            if self.0 >= size {
+                let whole = self.0 / size;
+                let tenths = (self.0 % size) * 10 / size;
+                return if tenths == 0 {
+                    write!(f, "{whole} {unit}")
+                } else {
+                    write!(f, "{whole}.{tenths} {unit}")
+                };
+            }
+        }
+        write!(f, "{} bytes", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holders_take_and_give_back() {
+        let budget = HostMemory::new(100);
+        let mut a = Held::new(&budget);
+        let mut b = Held::new(&budget);
+        assert!(a.try_add(60));
+        assert!(!b.try_add(41), "over the limit");
+        assert!(b.try_add(40));
+        assert_eq!(budget.used(), 100);
+        drop(a);
+        assert_eq!(budget.used(), 40);
+        b.set(10);
+        assert_eq!(budget.used(), 10);
+        assert!(!budget.fits(u64::MAX), "no overflow");
+    }
+
+    #[test]
+    fn a_limiter_refuses_past_the_budget_and_says_why() {
+        let budget = HostMemory::new(3 << 20);
+        let mut limiter = StoreLimiter::new(&budget);
+        assert!(limiter.memory_growing(0, 1 << 20, None).unwrap());
+        assert!(limiter.memory_growing(1 << 20, 2 << 20, None).is_err());
+        let why = limiter.take_refusal().unwrap();
+        assert!(why.contains("growing linear memory by 1 MiB would take 3 MiB"), "{why}");
+        assert!(limiter.table_growing(0, usize::MAX, None).is_err(), "no overflow");
+        assert!(!limiter.memory_growing(1 << 20, 2 << 20, Some(1 << 20)).unwrap(), "past its own maximum");
+        assert_eq!(budget.used(), 3 << 20);
+        limiter.memory_grow_failed(&MemoryError::OutOfSystemMemory).unwrap();
+        assert_eq!(budget.used(), 0, "a growth that failed costs nothing");
+        drop(limiter);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn bytes_read_as_people_read_them() {
+        assert_eq!(Bytes(12 << 30).to_string(), "12 GiB");
+        assert_eq!(Bytes(3 << 19).to_string(), "1.5 MiB");
+        assert_eq!(Bytes(100).to_string(), "100 bytes");
+    }
+}
