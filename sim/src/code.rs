@@ -306,23 +306,69 @@ thread_local! {
     /// module is compiled once however many simulators install it.
     /// wasmi's own fuel is off: the instrumented module counts.
     static ENGINE: Engine = Engine::default();
-    static MODULES: RefCell<BTreeMap<Metering, ModulesByWasm>> = const { RefCell::new(BTreeMap::new()) };
+    static MODULES: RefCell<ModuleCache> = RefCell::new(ModuleCache::default());
 }
 
-type ModulesByWasm = BTreeMap<Vec<u8>, Rc<CompiledModule>>;
+/// Compiled modules kept for reuse, at most this many...
+const MAX_CACHED_MODULES: usize = 64;
+/// ...and at most this many bytes of wasm, so that a server that is sent
+/// ever new modules does not grow without bound. The least recently used
+/// goes first; canisters keep the modules they run.
+const MAX_CACHED_WASM_BYTES: usize = 256 << 20;
+
+/// Compiled modules by metering and wasm, with when each was last used.
+#[derive(Default)]
+struct ModuleCache {
+    modules: BTreeMap<Metering, BTreeMap<Vec<u8>, (Rc<CompiledModule>, u64)>>,
+    wasm_bytes: usize,
+    clock: u64,
+}
+
+impl ModuleCache {
+    fn get(&mut self, wasm: &[u8], metering: Metering) -> Option<Rc<CompiledModule>> {
+        self.clock += 1;
+        let (module, used) = self.modules.get_mut(&metering)?.get_mut(wasm)?;
+        *used = self.clock;
+        Some(module.clone())
+    }
+
+    fn insert(&mut self, wasm: &[u8], metering: Metering, module: Rc<CompiledModule>) {
+        self.clock += 1;
+        self.wasm_bytes += wasm.len();
+        self.modules.entry(metering).or_default().insert(wasm.to_vec(), (module, self.clock));
+        while self.len() > MAX_CACHED_MODULES || self.wasm_bytes > MAX_CACHED_WASM_BYTES {
+            let oldest = self
+                .modules
+                .iter()
+                .flat_map(|(metering, by_wasm)| {
+                    by_wasm.iter().map(move |(wasm, (_, used))| (*used, *metering, wasm))
+                })
+                .min()
+                .map(|(_, metering, wasm)| (metering, wasm.clone()));
+            let Some((metering, wasm)) = oldest else { break };
+            self.wasm_bytes -= wasm.len();
+            self.modules.get_mut(&metering).expect("listed").remove(&wasm);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.modules.values().map(BTreeMap::len).sum()
+    }
+}
 
 /// The wasm engine.
 pub fn engine() -> Engine {
     ENGINE.with(Engine::clone)
 }
 
-/// `wasm`, compiled by [`engine`] once per thread and metering.
+/// `wasm`, compiled by [`engine`] once per thread and metering (while it
+/// stays among the recently used).
 pub fn compile(wasm: &[u8], metering: Metering) -> Result<Rc<CompiledModule>, WasmError> {
-    if let Some(module) = MODULES.with(|m| m.borrow().get(&metering)?.get(wasm).cloned()) {
+    if let Some(module) = MODULES.with(|m| m.borrow_mut().get(wasm, metering)) {
         return Ok(module);
     }
     let module = Rc::new(CompiledModule::compile(&engine(), wasm, metering)?);
-    MODULES.with(|m| m.borrow_mut().entry(metering).or_default().insert(wasm.to_vec(), module.clone()));
+    MODULES.with(|m| m.borrow_mut().insert(wasm, metering, module.clone()));
     Ok(module)
 }
 
@@ -414,5 +460,33 @@ fn play_host_call(
                 return Ok(());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(n: usize) -> Vec<u8> {
+        wat::parse_str(format!("(module (memory 1) (func (export \"canister_update f{n}\")))")).unwrap()
+    }
+
+    #[test]
+    fn the_module_cache_keeps_the_most_recently_used() {
+        let mut cache = ModuleCache::default();
+        let first = module(0);
+        let compiled =
+            |wasm: &[u8]| Rc::new(CompiledModule::compile(&engine(), wasm, Metering::None).unwrap());
+        cache.insert(&first, Metering::None, compiled(&first));
+        for n in 1..=2 * MAX_CACHED_MODULES {
+            assert!(cache.get(&first, Metering::None).is_some(), "used all along, so kept");
+            let wasm = module(n);
+            cache.insert(&wasm, Metering::None, compiled(&wasm));
+            assert!(cache.len() <= MAX_CACHED_MODULES);
+        }
+        assert_eq!(cache.len(), MAX_CACHED_MODULES);
+        assert!(cache.get(&module(1), Metering::None).is_none(), "the least recently used went");
+        let kept: usize = cache.modules.values().flat_map(BTreeMap::keys).map(Vec::len).sum();
+        assert_eq!(cache.wasm_bytes, kept);
     }
 }

@@ -14,10 +14,18 @@
 //! replica's per-instruction costs, and every system call charges its
 //! overhead and per-byte fee: `metering/costs.rs` is the table).
 //!
-//! What it does not: it is neither PocketIC nor the replica. SIMD
-//! instructions cost 1 each (the replica: 1 to 14); there is no
-//! deterministic time slicing, no storage or ingress fees, no
-//! memory limits (payload limits are the replica's: a call over 10 MiB traps
+//! A module is validated as the replica validates it, with its limits and
+//! messages (`validation`); its start function runs as `canister_start`,
+//! metered. Whatever a module does, the process survives it: execution is
+//! bounded by the instruction limit, and memory by a host-memory budget
+//! ([`SimConfig::host_memory_budget`]) past which growth traps as on a full
+//! subnet and an install is refused.
+//!
+//! What it does not: it is neither PocketIC nor the replica. It runs no
+//! SIMD and no memory64 (such modules are refused with a message); there is
+//! no deterministic time slicing, no storage or ingress fees, no
+//! per-canister memory limits beyond wasm32's 4 GiB (payload limits are the
+//! replica's: a call over 10 MiB traps
 //! in `call_data_append`, one over 2 MiB to another subnet is rejected with
 //! `CANISTER_ERROR`, a reply over 2 MiB traps), no dropping of best-effort
 //! messages under load, no scheduling priorities, heartbeats, composite queries or

@@ -42,6 +42,10 @@ pub enum WasmError {
     TooLarge { size: usize, allowed: usize },
     #[error("Canister's Wasm module is not valid: the simulator runs wasm32 modules only, not memory64")]
     Memory64,
+    #[error(
+        "Canister's Wasm module is not valid: the simulator does not run SIMD instructions (the replica does)"
+    )]
+    Simd,
 }
 
 fn malformed(e: wasmparser::BinaryReaderError) -> WasmError {

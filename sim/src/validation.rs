@@ -4,10 +4,10 @@
 //! messages, which reach the user as `Canister's Wasm module is not valid:
 //! <message>`.
 //!
-//! Two differences: the simulator runs wasm32 only, so a memory64 module is
-//! refused with a message that says so; and a function's complexity (the
-//! replica's weighted count of its instructions) is not checked, only its
-//! size.
+//! Three differences: the simulator runs wasm32 only, and no SIMD, so a
+//! memory64 module or one with SIMD instructions is refused with a message
+//! that says so; and a function's complexity (the replica's weighted count
+//! of its instructions) is not checked, only its size.
 
 use std::collections::{BTreeMap, BTreeSet};
 use wasmparser::{
@@ -71,6 +71,8 @@ fn features() -> WasmFeatures {
         | WasmFeatures::MULTI_VALUE
         | WasmFeatures::BULK_MEMORY
         | WasmFeatures::REFERENCE_TYPES
+        // funcref and externref at all (wasmparser counts them as MVP).
+        | WasmFeatures::GC_TYPES
         | WasmFeatures::SIMD
         | WasmFeatures::TAIL_CALL
         | WasmFeatures::FLOATS
@@ -92,6 +94,10 @@ pub fn validate(wasm: &[u8]) -> Result<(), WasmError> {
             "Wasmtime failed to validate wasm module wasmtime::Module::validate() failed with {e}"
         ))
     })?;
+    // wasmi runs no SIMD as the simulator builds it.
+    if Validator::new_with_features(features() - WasmFeatures::SIMD).validate_all(wasm).is_err() {
+        return Err(WasmError::Simd);
+    }
     let mut module = Parsed::default();
     for payload in Parser::new(0).parse_all(wasm) {
         module.read(payload.map_err(|e| not_valid(format!("Failed to decode wasm module: {e}")))?)?;
@@ -455,4 +461,105 @@ fn check_body(index: usize, body: &wasmparser::FunctionBody<'_>) -> Result<(), W
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(wat: &str) -> String {
+        let wasm = wat::parse_str(wat).unwrap();
+        validate(&wasm).expect_err(wat).to_string()
+    }
+
+    #[test]
+    fn each_check_refuses_with_the_replicas_message() {
+        let globals = "(global i32 (i32.const 0))".repeat(MAX_GLOBALS + 1);
+        let sections = (0..=MAX_CUSTOM_SECTIONS)
+            .map(|i| format!("(@custom \"icp:public s{i}\" \"\")"))
+            .collect::<String>();
+        let cases = [
+            (
+                r#"(module (import "ic0" "nope" (func)))"#.to_string(),
+                "Wasm module has an invalid import section. Module imports function 'nope' from 'ic0' that is not \
+                 exported by the runtime.",
+            ),
+            (
+                r#"(module (import "env" "msg_reply" (func)))"#.into(),
+                "Module imports function \"msg_reply\" from \"env\", expected to be imported from one of [\"ic0\"] \
+                 instead.",
+            ),
+            (
+                r#"(module (import "ic0" "msg_reply" (func (param i32))))"#.into(),
+                "Wasm module has an invalid function signature. Expected input params [] for 'ic0.msg_reply', got \
+                 [I32].",
+            ),
+            (r#"(module (import "ic0" "g" (global i32)))"#.into(), "Importing globals is not allowed."),
+            (
+                r#"(module (func (export "canister_start")))"#.into(),
+                "Wasm module has an invalid export section. Exporting reserved symbol canister_start not allowed.",
+            ),
+            (
+                r#"(module (func (export "canister_foo")))"#.into(),
+                "Exporting reserved function 'canister_foo' with \"canister_\" prefix",
+            ),
+            (
+                r#"(module (func (export "canister_update x")) (func (export "canister_query x")))"#.into(),
+                "Duplicate function 'x' exported multiple times with different call types: update, query, or \
+                 composite_query.",
+            ),
+            (
+                r#"(module (func (export "canister_update f") (param i32)))"#.into(),
+                "Expected input params [] for 'canister_update f', got [I32].",
+            ),
+            (
+                "(module (global (mut externref) (ref.null extern)))".into(),
+                "Wasm module has an invalid global section. Unsupported global type: externref",
+            ),
+            (
+                format!("(module {globals})"),
+                "Wasm module defined 1001 globals which exceeds the maximum number allowed 1000.",
+            ),
+            (
+                "(module (table 1 funcref) (func (table.set (i32.const 0) (ref.null func))))".into(),
+                "Wasm module contains a function at index 0 with unsupported instruction table.set.",
+            ),
+            (
+                r#"(module (@custom "icp:public" ""))"#.into(),
+                "'icp:' section names must have a space after the public/private scope",
+            ),
+            (
+                r#"(module (@custom "icp:other x" ""))"#.into(),
+                "Custom section 'icp:other x' has no public/private scope defined.",
+            ),
+            (
+                format!("(module {sections})"),
+                "Wasm module defined 17 custom sections which exceeds the maximum number allowed 16.",
+            ),
+            ("(module (memory i64 1))".into(), "the simulator runs wasm32 modules only"),
+            ("(module (memory 1 1 shared))".into(), "Wasmtime failed to validate wasm module"),
+            ("(module (func (drop (v128.const i64x2 0 0))))".into(), "the simulator does not run SIMD"),
+        ];
+        for (wat, expected) in cases {
+            let refusal = refusal(&wat);
+            assert!(refusal.starts_with("Canister's Wasm module is not valid: "), "{refusal}");
+            assert!(refusal.contains(expected), "{wat}:\n{refusal}\nexpected: {expected}");
+        }
+    }
+
+    #[test]
+    fn a_module_with_several_faults_is_refused_for_the_first_the_replica_checks() {
+        // An export fault, then a global one: the replica checks exports first.
+        let refusal =
+            refusal(r#"(module (global (mut externref) (ref.null extern)) (func (export "canister_x")))"#);
+        assert!(refusal.contains("Exporting reserved function 'canister_x'"), "{refusal}");
+    }
+
+    #[test]
+    fn canister_modules_pass() {
+        for wat in [include_str!("../tests/fixtures/callee.wat"), include_str!("../tests/fixtures/probe.wat")]
+        {
+            validate(&wat::parse_str(wat).unwrap()).unwrap();
+        }
+    }
 }

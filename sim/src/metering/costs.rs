@@ -80,9 +80,9 @@ pub fn instruction(op: &Operator, memory64: bool) -> u64 {
         RefFunc { .. } => 130,
         // Constants, integer arithmetic and compares, locals, `select`,
         // conversions, `return`, `drop`, `nop`, `unreachable`, and
-        // everything the replica does not list (its default). SIMD is
-        // charged 1 here, where the replica charges 1 to 14 per operation
-        // ([INS] lines 460-699): the project's canisters use none.
+        // everything the replica does not list (its default). SIMD, which
+        // the replica charges 1 to 14 per operation ([INS] lines 460-699),
+        // never gets here: validation refuses it (wasmi runs none).
         _ => 1,
     }
 }
