@@ -54,6 +54,19 @@ pub struct ServeArgs {
     /// one exits at once, successfully (as PocketIC's server does).
     #[arg(long, value_name = "PATH")]
     pub port_file: Option<PathBuf>,
+
+    /// GiB of the host's memory that the canisters of all instances may
+    /// hold together (a canister's linear memory counts three times);
+    /// growth past it traps, and a module that does not fit is refused.
+    #[arg(long, value_name = "GIB", default_value_t = sim::DEFAULT_HOST_MEMORY_BUDGET >> 30,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub host_memory_gib: u64,
+
+    /// Instructions one message may execute (the replica's 40 B by
+    /// default); less makes a canister that loops forever cost less time.
+    #[arg(long, value_name = "N", default_value_t = sim::SimConfig::default().max_instructions_per_message,
+          value_parser = clap::value_parser!(u64).range(1_000_000..=sim::SimConfig::default().max_instructions_per_message))]
+    pub max_instructions_per_message: u64,
 }
 
 #[derive(Debug, Args)]
@@ -427,7 +440,11 @@ impl ChaosArgs {
 impl ServeArgs {
     /// Serves until the process ends; returns only when another server owns the port file.
     fn execute(&self) -> Result<Output> {
-        let options = sim_server::Options { port: self.port, port_file: self.port_file.clone() };
+        let limits = sim_server::Limits {
+            host_memory_budget: self.host_memory_gib << 30,
+            max_instructions_per_message: self.max_instructions_per_message,
+        };
+        let options = sim_server::Options { port: self.port, port_file: self.port_file.clone(), limits };
         let served = sim_server::serve_forever(options, |address| {
             use std::io::Write;
             println!("{}; listening on http://{address}/", sim_server::DESCRIPTION);

@@ -68,6 +68,13 @@ fn serve_is_not_pocket_ic() {
 }
 
 #[test]
+fn serve_limits_within_their_ranges() {
+    assert_refused(&["serve", "--host-memory-gib", "0"], "1..=1024");
+    assert_refused(&["serve", "--host-memory-gib", MAX], "1..=1024");
+    assert_refused(&["serve", "--max-instructions-per-message", "999999"], "1000000..=40000000000");
+}
+
+#[test]
 fn the_mainnet_profile_needs_the_simulator_and_its_options_need_the_profile() {
     let url = ["--engine", "pocket-ic", "--pocket-ic-url", "http://127.0.0.1:9/"];
     assert_refused(&[&url[..], &["--profile", "mainnet"]].concat(), "--profile mainnet needs the simulator");

@@ -1,5 +1,6 @@
 //! The host-memory budget: how much of the host's memory the canisters of
-//! one simulator may hold, so that no module can exhaust the process.
+//! one simulator (or of several that share the budget) may hold, so that no
+//! module can exhaust the process.
 //!
 //! The replica keeps a canister's memory as copy-on-write pages; the
 //! simulator holds whole copies, and counts each against the budget:
@@ -20,9 +21,9 @@
 //! refused growth would be replayed without the refusal after a later
 //! trap, since the budget is not part of the canister's state.)
 
-use std::cell::Cell;
 use std::fmt;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use wasmi::ResourceLimiter;
 use wasmi::errors::{MemoryError, TableError};
 use wasmi_core::LimiterError;
@@ -40,31 +41,62 @@ pub const STABLE_MEMORY_COPIES: u64 = 3;
 /// Host bytes per table element (wasmi keeps one untyped 64-bit cell).
 pub const TABLE_ELEMENT_BYTES: u64 = 8;
 
-/// A budget shared by everything one simulator holds.
+/// A host-memory budget: one simulator's, or one that several simulators
+/// share (a server's instances, each on a thread of its own).
+///
+/// ```
+/// use sim::{HostMemory, Sim};
+///
+/// let budget = HostMemory::new(4 << 30);
+/// let a = Sim::builder().with_host_memory(&budget).with_subnet().build();
+/// let b = Sim::builder().with_host_memory(&budget).with_subnet().build();
+/// assert_eq!((a.host_memory_used(), b.host_memory_used()), (budget.used(), budget.used()));
+/// ```
 #[derive(Clone)]
-pub struct HostMemory(Rc<Budget>);
+pub struct HostMemory(Arc<Budget>);
 
 struct Budget {
     limit: u64,
-    used: Cell<u64>,
+    used: AtomicU64,
 }
 
 impl HostMemory {
+    /// A budget of `limit` bytes.
     pub fn new(limit: u64) -> Self {
-        Self(Rc::new(Budget { limit, used: Cell::new(0) }))
+        Self(Arc::new(Budget { limit, used: AtomicU64::new(0) }))
     }
 
+    /// Its size in bytes.
     pub fn limit(&self) -> u64 {
         self.0.limit
     }
 
+    /// Bytes held now, by everything that shares it.
     pub fn used(&self) -> u64 {
-        self.0.used.get()
+        self.0.used.load(Ordering::Relaxed)
     }
 
-    /// Whether `bytes` more fit.
+    /// Whether `bytes` more fit now.
     pub fn fits(&self, bytes: u64) -> bool {
         self.used().checked_add(bytes).is_some_and(|total| total <= self.limit())
+    }
+
+    /// Takes `bytes` if they fit.
+    fn take(&self, bytes: u64) -> bool {
+        let limit = self.limit();
+        self.0
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|&total| total <= limit)
+            })
+            .is_ok()
+    }
+
+    /// Replaces `old` held bytes with `new`, whether or not they fit.
+    fn exchange(&self, old: u64, new: u64) {
+        let _ = self.0.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+            Some((used - old).saturating_add(new))
+        });
     }
 }
 
@@ -93,19 +125,17 @@ impl Held {
 
     /// Takes `bytes` more if they fit.
     pub fn try_add(&mut self, bytes: u64) -> bool {
-        if !self.budget.fits(bytes) {
-            return false;
+        let taken = self.budget.take(bytes);
+        if taken {
+            self.bytes += bytes;
         }
-        self.budget.0.used.set(self.budget.used() + bytes);
-        self.bytes += bytes;
-        true
+        taken
     }
 
     /// Holds exactly `bytes`, whether or not they fit: for returning to a
     /// state that was held before.
     pub fn set(&mut self, bytes: u64) {
-        let used = self.budget.used() - self.bytes;
-        self.budget.0.used.set(used.saturating_add(bytes));
+        self.budget.exchange(self.bytes, bytes);
         self.bytes = bytes;
     }
 }
@@ -150,11 +180,11 @@ impl StoreLimiter {
         }
         let budget = self.held.budget();
         self.refused = Some(format!(
-            "{what} would take {} of the simulator's host-memory budget ({} held by every canister, {} in all; \
-             the simulator holds {copies} copies of it)",
+            "{what} would take {} ({copies} copies) of the simulator's host-memory budget of {}, of which {} \
+             is held",
             Bytes(bytes),
-            Bytes(budget.used()),
             Bytes(budget.limit()),
+            Bytes(budget.used()),
         ));
         Err(LimiterError::ResourceLimiterDeniedAllocation)
     }

@@ -130,8 +130,8 @@ fn growth_past_the_host_budget_traps_as_growth_past_the_subnets_memory_does() {
         assert_eq!(reject.code, RejectCode::CanisterError);
         assert!(
             reject.message.contains(
-                "Canister cannot grow its memory usage. growing linear memory by 256 MiB would take 768 MiB of the \
-                 simulator's host-memory budget"
+                "Canister cannot grow its memory usage. growing linear memory by 256 MiB would take 768 MiB (3 \
+                 copies) of the simulator's host-memory budget of 1 GiB"
             ),
             "{method}: {reject}"
         );

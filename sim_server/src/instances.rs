@@ -2,7 +2,7 @@
 //! (the simulator is not `Send`), which serves its requests in order.
 
 use pocket_ic::common::rest::{InitialTime, InstanceConfig, InstanceId, Topology};
-use sim::{Sim, SimConfig};
+use sim::{HostMemory, Sim, SimConfig};
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
@@ -12,16 +12,43 @@ use tokio::sync::oneshot;
 use crate::errors::ApiError;
 use crate::instance::Instance;
 
-type Job = Box<dyn FnOnce(&mut Instance) + Send>;
+/// A job gets the instance, and why it is broken if a job panicked on it before.
+type Job = Box<dyn FnOnce(&mut Instance, &mut Option<String>) + Send>;
 
-/// `None` for a deleted instance: its thread and simulator are gone.
-#[derive(Default)]
+/// What every instance's simulator may use: the host-memory budget they
+/// all share (one hostile instance cannot take the host's memory from the
+/// others), and the instructions one message may execute.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub host_memory_budget: u64,
+    pub max_instructions_per_message: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            host_memory_budget: sim::DEFAULT_HOST_MEMORY_BUDGET,
+            max_instructions_per_message: SimConfig::default().max_instructions_per_message,
+        }
+    }
+}
+
+/// The instances, and the limits they share. An instance is `None` once
+/// deleted: its thread and simulator are gone.
 pub struct Store {
     instances: Mutex<BTreeMap<InstanceId, Option<mpsc::Sender<Job>>>>,
+    host_memory: HostMemory,
+    max_instructions_per_message: u64,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Self::new(Limits::default())
+    }
 }
 
 /// The simulator an instance config asks for, or what in it the simulator cannot do.
-fn sim_for(config: &InstanceConfig) -> Result<Sim, String> {
+fn sim_for(config: &InstanceConfig, host_memory: &HostMemory, max_instructions: u64) -> Result<Sim, String> {
     let subnets = &config.subnet_config_set;
     let unsupported = [
         ("an NNS subnet", subnets.nns.is_some()),
@@ -52,23 +79,32 @@ fn sim_for(config: &InstanceConfig) -> Result<Sim, String> {
     if subnets.application.is_empty() {
         return Err("the simulator server needs at least one application subnet".into());
     }
-    let mut sim_config = SimConfig::default();
+    let mut sim_config = SimConfig { max_instructions_per_message: max_instructions, ..SimConfig::default() };
     if let Some(InitialTime::Timestamp(t)) = &config.initial_time {
         sim_config.start_time_ns = t.nanos_since_epoch;
     }
     let builder = subnets.application.iter().fold(Sim::builder(), |b, _| b.with_subnet());
-    Ok(builder.with_config(sim_config).build())
+    Ok(builder.with_config(sim_config).with_host_memory(host_memory).build())
 }
 
 impl Store {
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            instances: Mutex::default(),
+            host_memory: HostMemory::new(limits.host_memory_budget),
+            max_instructions_per_message: limits.max_instructions_per_message,
+        }
+    }
+
     /// Starts an instance's thread; answers its id and topology.
     pub async fn create(&self, config: InstanceConfig) -> Result<(InstanceId, Topology), String> {
         let (jobs, inbox) = mpsc::channel::<Job>();
         let (ready, started) = oneshot::channel();
+        let (host_memory, max_instructions) = (self.host_memory.clone(), self.max_instructions_per_message);
         std::thread::Builder::new()
             .name("sim instance".into())
             .spawn(move || {
-                let mut instance = match sim_for(&config) {
+                let mut instance = match sim_for(&config, &host_memory, max_instructions) {
                     Ok(sim) => Instance::new(sim),
                     Err(why) => {
                         let _ = ready.send(Err(why));
@@ -76,8 +112,9 @@ impl Store {
                     }
                 };
                 let _ = ready.send(Ok(instance.topology()));
+                let mut broken = None;
                 for job in inbox {
-                    job(&mut instance);
+                    job(&mut instance, &mut broken);
                 }
             })
             .map_err(|e| format!("cannot start an instance thread: {e}"))?;
@@ -101,7 +138,10 @@ impl Store {
     }
 
     /// Runs `f` on the instance's thread. A panic in it is answered as an
-    /// error and the instance keeps serving.
+    /// error (500), and so is every later request to the instance: the
+    /// panic may have left its simulator half-way through a change, and
+    /// answers from it could be wrong. The instance is still deleted as
+    /// any other, and the server's other instances are untouched.
     pub async fn with<R: Send + 'static>(
         &self,
         id: InstanceId,
@@ -115,7 +155,13 @@ impl Store {
             .and_then(Clone::clone)
             .ok_or_else(|| ApiError::instance_not_found(id))?;
         let (answer, answered) = oneshot::channel();
-        let job: Job = Box::new(move |instance| {
+        let job: Job = Box::new(move |instance, broken| {
+            if let Some(why) = broken {
+                let _ = answer.send(Err(ApiError::internal(format!(
+                    "instance {id} serves no more requests: its simulator failed on an earlier one ({why}), so its state is unknown; create another instance"
+                ))));
+                return;
+            }
             let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(instance)));
             let _ = answer.send(result.map_err(|panic| {
                 let why = panic
@@ -123,10 +169,37 @@ impl Store {
                     .map(String::as_str)
                     .or_else(|| panic.downcast_ref::<&str>().copied())
                     .unwrap_or("a panic");
-                ApiError::internal(format!("the simulator failed: {why}"))
+                *broken = Some(why.to_string());
+                ApiError::internal(format!(
+                    "the simulator failed: {why}; instance {id} serves no more requests, as its state is unknown"
+                ))
             }));
         });
         jobs.send(job).map_err(|_| ApiError::instance_not_found(id))?;
         answered.await.map_err(|_| ApiError::instance_not_found(id))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pocket_ic::common::rest::ExtendedSubnetConfigSet;
+
+    #[tokio::test]
+    async fn an_instance_whose_simulator_panicked_serves_no_more_requests() {
+        let store = Store::default();
+        let application =
+            ExtendedSubnetConfigSet { application: vec![Default::default()], ..Default::default() };
+        let config = InstanceConfig { subnet_config_set: application, ..Default::default() };
+        let (broken, _) = store.create(config.clone()).await.unwrap();
+        let (other, _) = store.create(config).await.unwrap();
+        let failed = store.with(broken, |_| -> u8 { panic!("boom") }).await.unwrap_err();
+        assert_eq!(failed.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(failed.message.contains("the simulator failed: boom"), "{}", failed.message);
+        let later = store.with(broken, |i| i.sim.time()).await.unwrap_err();
+        assert_eq!(later.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(later.message.contains("serves no more requests") && later.message.contains("boom"));
+        assert!(store.with(other, |i| i.sim.time()).await.is_ok(), "the other instance serves");
+        assert!(store.delete(broken));
     }
 }

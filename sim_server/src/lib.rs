@@ -10,6 +10,7 @@ mod management;
 mod server;
 mod topology;
 
+pub use instances::Limits;
 pub use server::{Options, Running, serve, serve_forever};
 
 /// What the server is, in one line: it says so when it starts and in every

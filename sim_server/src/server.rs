@@ -24,13 +24,12 @@ use tokio::net::TcpListener;
 use crate::DESCRIPTION;
 use crate::blobstore::BlobStore;
 use crate::errors::{ApiError, Body};
-use crate::instances::Store;
+use crate::instances::{Limits, Store};
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
 /// (the client switches to chunked uploads, not supported, above 2 MB).
 const BODY_LIMIT: usize = 64 << 20;
 
-#[derive(Default)]
 struct Server {
     instances: Store,
     blobs: BlobStore,
@@ -48,7 +47,7 @@ fn both<S: Clone + Send + Sync + 'static>(
     router.route(path, route.clone()).route(&format!("{path}/"), route)
 }
 
-fn router() -> Router {
+fn router(limits: Limits) -> Router {
     let routes: [(&str, MethodRouter<Arc<Server>>); 17] = [
         ("/instances", get(list).post(create)),
         ("/instances/{id}", axum::routing::delete(delete)),
@@ -73,7 +72,7 @@ fn router() -> Router {
         .fold(Router::new(), |router, (path, route)| both(router, path, route.fallback(unsupported)))
         .fallback(unsupported)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(Arc::new(Server::default()))
+        .with_state(Arc::new(Server { instances: Store::new(limits), blobs: BlobStore::default() }))
 }
 
 /// Every other endpoint (and method) says so, naming it.
@@ -259,14 +258,16 @@ async fn download_blob(State(server): App, Path(id): Path<String>) -> Response {
 pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: Limits,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router()).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router(limits)).with_graceful_shutdown(shutdown).await
 }
 
 /// What `multi_subnet serve` was asked for.
 pub struct Options {
     pub port: u16,
     pub port_file: Option<PathBuf>,
+    pub limits: Limits,
 }
 
 /// Serves on 127.0.0.1 until the process ends. `Ok(false)` when the port
@@ -289,7 +290,7 @@ pub fn serve_forever(options: Options, announce: impl FnOnce(SocketAddr)) -> std
             writeln!(file, "{}", address.port())?;
             file.flush()?;
         }
-        serve(listener, std::future::pending()).await
+        serve(listener, std::future::pending(), options.limits).await
     })?;
     Ok(true)
 }
@@ -304,7 +305,12 @@ pub struct Running {
 }
 
 impl Running {
+    /// With the default [`Limits`].
     pub fn start() -> std::io::Result<Self> {
+        Self::start_with(Limits::default())
+    }
+
+    pub fn start_with(limits: Limits) -> std::io::Result<Self> {
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         listener.set_nonblocking(true)?;
         let url = format!("http://{}/", listener.local_addr()?);
@@ -313,10 +319,10 @@ impl Running {
             let runtime =
                 tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
             runtime.block_on(async {
-                serve(TcpListener::from_std(listener)?, async {
+                let shutdown = async {
                     let _ = stopped.await;
-                })
-                .await
+                };
+                serve(TcpListener::from_std(listener)?, shutdown, limits).await
             })
         })?;
         Ok(Self { url, stop: Some(stop), thread: Some(thread) })

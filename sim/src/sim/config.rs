@@ -106,6 +106,7 @@ pub struct SimBuilder {
     pub(super) subnet_ids: Vec<Principal>,
     pub(super) config: SimConfig,
     pub(super) tracing: bool,
+    pub(super) host_memory: Option<HostMemory>,
 }
 
 impl SimBuilder {
@@ -147,6 +148,15 @@ impl SimBuilder {
     /// [`SimConfig::host_memory_budget`]).
     pub fn with_host_memory_budget(mut self, bytes: u64) -> Self {
         self.config.host_memory_budget = bytes;
+        self.host_memory = None;
+        self
+    }
+
+    /// A budget this simulator shares with others (a server's instances):
+    /// it replaces [`SimConfig::host_memory_budget`].
+    pub fn with_host_memory(mut self, budget: &HostMemory) -> Self {
+        self.config.host_memory_budget = budget.limit();
+        self.host_memory = Some(budget.clone());
         self
     }
 
@@ -174,7 +184,7 @@ impl SimBuilder {
             .collect();
         Sim {
             engine: code::engine(),
-            host_memory: HostMemory::new(self.config.host_memory_budget),
+            host_memory: self.host_memory.unwrap_or_else(|| HostMemory::new(self.config.host_memory_budget)),
             config: self.config,
             subnets,
             canisters: BTreeMap::new(),
@@ -192,7 +202,7 @@ impl SimBuilder {
 impl Sim {
     /// A builder with no subnets and the default configuration.
     pub fn builder() -> SimBuilder {
-        SimBuilder { subnet_ids: vec![], config: SimConfig::default(), tracing: false }
+        SimBuilder { subnet_ids: vec![], config: SimConfig::default(), tracing: false, host_memory: None }
     }
 
     /// The configuration it was built with.

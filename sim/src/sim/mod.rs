@@ -113,8 +113,9 @@ impl Sim {
         Ok(canister)
     }
 
-    /// Bytes of the host-memory budget the canisters hold now (see
-    /// [`SimConfig::host_memory_budget`]): never more than the budget.
+    /// Bytes of the host-memory budget held now (see
+    /// [`SimConfig::host_memory_budget`]), by its canisters and those of
+    /// every simulator that shares the budget: never more than the budget.
     pub fn host_memory_used(&self) -> u64 {
         self.host_memory.used()
     }

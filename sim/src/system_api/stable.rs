@@ -22,12 +22,12 @@ pub(super) fn register(r: &mut Registry) {
             let budget = state.stable_held.budget();
             if !budget.fits(more) {
                 let why = format!(
-                    "growing stable memory by {} would take {} of the simulator's host-memory budget ({} held \
-                     by every canister, {} in all)",
+                    "growing stable memory by {} would take {} ({STABLE_MEMORY_COPIES} copies) of the \
+                     simulator's host-memory budget of {}, of which {} is held",
                     Bytes(pages * PAGE_SIZE),
                     Bytes(more),
-                    Bytes(budget.used()),
-                    Bytes(budget.limit())
+                    Bytes(budget.limit()),
+                    Bytes(budget.used())
                 );
                 return Err(CanisterTrap(format!("{CANNOT_GROW} {why}")).into());
             }
