@@ -319,29 +319,34 @@ const MAX_CACHED_WASM_BYTES: usize = 256 << 20;
 /// Compiled modules by metering and wasm, with when each was last used.
 #[derive(Default)]
 struct ModuleCache {
-    modules: BTreeMap<Metering, BTreeMap<Vec<u8>, (Rc<CompiledModule>, u64)>>,
+    modules: BTreeMap<Metering, BTreeMap<Vec<u8>, Cached>>,
     wasm_bytes: usize,
     clock: u64,
+}
+
+struct Cached {
+    module: Rc<CompiledModule>,
+    used: u64,
 }
 
 impl ModuleCache {
     fn get(&mut self, wasm: &[u8], metering: Metering) -> Option<Rc<CompiledModule>> {
         self.clock += 1;
-        let (module, used) = self.modules.get_mut(&metering)?.get_mut(wasm)?;
-        *used = self.clock;
-        Some(module.clone())
+        let cached = self.modules.get_mut(&metering)?.get_mut(wasm)?;
+        cached.used = self.clock;
+        Some(cached.module.clone())
     }
 
     fn insert(&mut self, wasm: &[u8], metering: Metering, module: Rc<CompiledModule>) {
         self.clock += 1;
         self.wasm_bytes += wasm.len();
-        self.modules.entry(metering).or_default().insert(wasm.to_vec(), (module, self.clock));
+        self.modules.entry(metering).or_default().insert(wasm.to_vec(), Cached { module, used: self.clock });
         while self.len() > MAX_CACHED_MODULES || self.wasm_bytes > MAX_CACHED_WASM_BYTES {
             let oldest = self
                 .modules
                 .iter()
                 .flat_map(|(metering, by_wasm)| {
-                    by_wasm.iter().map(move |(wasm, (_, used))| (*used, *metering, wasm))
+                    by_wasm.iter().map(move |(wasm, cached)| (cached.used, *metering, wasm))
                 })
                 .min()
                 .map(|(_, metering, wasm)| (metering, wasm.clone()));

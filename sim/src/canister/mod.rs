@@ -13,13 +13,12 @@ use wasmi::{Engine, Store};
 
 use crate::code::{Entry, Recorded};
 use crate::cycles;
-use crate::host_memory::HostMemory;
 use crate::message::{
     CallContextId, CallbackId, Ingress, Message, MessageId, Payload, Reject, RejectCode, Request, Response,
 };
 use crate::sim::TrapInjector;
 use crate::stats::CanisterStats;
-use crate::system_api::{self, ApiLimits, EntryKind, MessageContext, SystemState};
+use crate::system_api::{self, EntryKind, MessageContext, SystemState};
 use call_context::{CallContext, Callback, Origin};
 pub use install::{InstallMode, Installation};
 use rollback::Installed;
@@ -72,21 +71,13 @@ pub struct Canister {
 }
 
 impl Canister {
-    pub fn new(
-        engine: &Engine,
-        id: Principal,
-        subnet: usize,
-        controllers: Vec<Principal>,
-        cycles: u128,
-        limits: ApiLimits,
-        tracing: bool,
-        budget: &HostMemory,
-    ) -> Self {
+    /// A canister with no code on subnet `subnet` (an index), in `state`.
+    pub fn new(engine: &Engine, subnet: usize, state: SystemState, tracing: bool) -> Self {
         Self {
-            id,
+            id: state.id,
             subnet,
             status: CanisterStatus::Running,
-            store: system_api::new_store(engine, SystemState::new(id, controllers, cycles, limits, budget)),
+            store: system_api::new_store(engine, state),
             code: None,
             call_contexts: BTreeMap::new(),
             callbacks: BTreeMap::new(),

@@ -12,7 +12,7 @@ use crate::code;
 use crate::host_memory::HostMemory;
 use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
 use crate::stats::CanisterStats;
-use crate::system_api::ApiLimits;
+use crate::system_api::{ApiLimits, SystemState};
 
 mod config;
 mod error;
@@ -137,16 +137,8 @@ impl Sim {
             queue_capacity: self.config.queue_capacity,
             max_instructions_per_message: self.config.max_instructions_per_message,
         };
-        let canister = Canister::new(
-            &self.engine,
-            id,
-            subnet,
-            controllers,
-            self.config.initial_cycles,
-            limits,
-            self.tracing,
-            &self.host_memory,
-        );
+        let state = SystemState::new(id, controllers, self.config.initial_cycles, limits, &self.host_memory);
+        let canister = Canister::new(&self.engine, subnet, state, self.tracing);
         self.canisters.insert(id, canister);
         Ok(id)
     }
