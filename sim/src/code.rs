@@ -163,8 +163,7 @@ impl Code {
             WasmError::Instantiate(store.data_mut().limiter.take_refusal().unwrap_or_else(|| e.to_string()))
         })?;
         let code = Self::from_instance(&*store, module, instance)?;
-        store.data_mut().memory = Some(code.memory);
-        store.data_mut().counter = code.counter;
+        code.bind(store.data_mut());
         Ok(code)
     }
 
@@ -198,6 +197,12 @@ impl Code {
             .collect();
         let counter = instance.get_global(&store, COUNTER_EXPORT);
         Ok(Self { module, instance, memory, table, globals, counter })
+    }
+
+    /// Points the system API at this instance's memory and counter.
+    pub fn bind(&self, state: &mut SystemState) {
+        state.memory = Some(self.memory);
+        state.counter = self.counter;
     }
 
     /// Runs `entry` with at most `limit` instructions; returns the

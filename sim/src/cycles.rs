@@ -23,7 +23,8 @@ pub const fn execution_cost(instructions: u64) -> u128 {
 
 /// Sending a request of `method_len + arg_len` bytes.
 fn request_cost(method_len: u64, arg_len: u64) -> u128 {
-    XNET_CALL_FEE + XNET_BYTE_TRANSMISSION_FEE * u128::from(method_len + arg_len)
+    // In u128: a canister may pass any two sizes to `ic0.cost_call`.
+    XNET_CALL_FEE + XNET_BYTE_TRANSMISSION_FEE * (u128::from(method_len) + u128::from(arg_len))
 }
 
 /// `ic0.cost_call`: what `call_perform` withdraws up front. It covers the

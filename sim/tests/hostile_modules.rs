@@ -140,3 +140,36 @@ fn growth_past_the_host_budget_traps_as_growth_past_the_subnets_memory_does() {
     let pages = u32_at(&sim.query_call(id, controller(), "size", vec![]).unwrap(), 0);
     assert_eq!(pages, 4097, "the first growth stays; the refused ones are undone");
 }
+
+#[test]
+fn memory_grow_that_fails_in_a_loop_runs_to_the_instruction_limit() {
+    let mut sim = sim(50_000_000, 1 << 30);
+    let (id, installed) = try_install(&mut sim, "grow_fails_in_a_loop");
+    installed.unwrap();
+    let reject = sim.update_call(id, controller(), "go", vec![]).unwrap_err();
+    assert!(reject.message.contains("exceeded the limit of 50000000 instructions"), "{reject}");
+}
+
+#[test]
+fn a_failed_upgrade_leaves_the_canister_running_its_old_code() {
+    let mut sim = sim(SimConfig::default().max_instructions_per_message, 1 << 30);
+    let (id, installed) = try_install(&mut sim, "pre_upgrade_grows_then_traps");
+    installed.unwrap();
+    sim.update_call(id, controller(), "go", vec![]).unwrap_err(); // It never replies.
+    let wasm = fixture("pre_upgrade_grows_then_traps");
+    let refusal = sim.upgrade_canister(id, &wasm, vec![], controller()).unwrap_err().to_string();
+    assert!(refusal.starts_with("canister_pre_upgrade trapped: "), "{refusal}");
+    for _ in 0..2 {
+        let reject = sim.update_call(id, controller(), "go", vec![]).unwrap_err();
+        assert!(reject.message.contains("did not produce a response"), "{reject}");
+    }
+}
+
+#[test]
+fn cost_call_of_sizes_past_2_64_answers() {
+    let mut sim = sim(SimConfig::default().max_instructions_per_message, 1 << 30);
+    let (id, installed) = try_install(&mut sim, "cost_call_overflow");
+    installed.unwrap();
+    let reject = sim.update_call(id, controller(), "go", vec![]).unwrap_err();
+    assert!(reject.message.contains("did not produce a response"), "{reject}");
+}

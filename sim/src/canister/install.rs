@@ -3,7 +3,7 @@
 use candid::Principal;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use wasmi::{Engine, Global, Memory, Store};
+use wasmi::{Engine, Store};
 
 use super::rollback::Installed;
 use super::{Canister, Output};
@@ -36,8 +36,6 @@ pub struct Installation {
 struct InstallCheckpoint {
     instance: Option<Snapshot>,
     stable: StableMemory,
-    memory: Option<Memory>,
-    counter: Option<Global>,
     global_timer: u64,
     /// The store and code that the new code replaced, once it has.
     replaced: Option<(Store<SystemState>, Option<Installed>)>,
@@ -82,8 +80,6 @@ impl Canister {
         InstallCheckpoint {
             instance: self.code.as_ref().map(|c| c.code.snapshot(&self.store)),
             stable: state.stable.clone(),
-            memory: state.memory,
-            counter: state.counter,
             global_timer: state.global_timer,
             replaced: None,
         }
@@ -124,7 +120,7 @@ impl Canister {
     }
 
     fn restore(&mut self, checkpoint: InstallCheckpoint) {
-        let InstallCheckpoint { instance, stable, memory, counter, global_timer, replaced } = checkpoint;
+        let InstallCheckpoint { instance, stable, global_timer, replaced } = checkpoint;
         if let Some((store, code)) = replaced {
             let state = system_api::take_state(&mut self.store);
             self.store = store;
@@ -134,13 +130,22 @@ impl Canister {
         let state = self.store.data_mut();
         state.stable = stable;
         state.settle_stable();
-        state.memory = memory;
-        state.counter = counter;
         state.global_timer = global_timer;
         if let (Some(installed), Some(snapshot)) = (self.code.as_mut(), instance) {
             installed.code.restore(&mut self.store, &snapshot);
             installed.checkpoint = snapshot;
             installed.log.clear();
+        }
+        // The state may point at the failed code's instance, and rolling
+        // back a trapped hook may have moved the old one to a new store:
+        // the system API follows the instance there is now.
+        match &self.code {
+            Some(installed) => installed.code.bind(self.store.data_mut()),
+            None => {
+                let state = self.store.data_mut();
+                state.memory = None;
+                state.counter = None;
+            }
         }
     }
 
