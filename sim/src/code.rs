@@ -14,7 +14,7 @@ use wasmi::{
 };
 
 use crate::metering;
-use crate::module::{self, COUNTER_EXPORT, MEMORY_EXPORT, TABLE_EXPORT, WasmError};
+use crate::module::{self, COUNTER_EXPORT, GROW_IMPORT, MEMORY_EXPORT, TABLE_EXPORT, WasmError};
 use crate::system_api::{self, CanisterTrap, SystemState, TapeEvent};
 use crate::validation;
 
@@ -299,8 +299,6 @@ fn describe_trap(error: Error, limit: u64, exhausted: bool) -> CanisterTrap {
     }
     match error.as_trap_code() {
         Some(TrapCode::UnreachableCodeReached) if exhausted => out_of_instructions(limit),
-        // Only the host-memory budget limits growth (see `host_memory`).
-        Some(TrapCode::GrowthOperationLimited) => CanisterTrap(CANNOT_GROW.into()),
         Some(code) => CanisterTrap(format!("Canister trapped: {code}")),
         None => CanisterTrap(format!("Canister trapped: {error}")),
     }
@@ -430,6 +428,16 @@ impl Replayer {
 fn playback_linker(engine: &Engine, module: &Module) -> Result<Linker<Playback>, WasmError> {
     let mut linker = Linker::new(engine);
     for import in module.imports() {
+        if (import.module(), import.name()) == GROW_IMPORT {
+            // Not a system call: it grows the memory, as the instruction did.
+            linker
+                .func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, |mut caller: Caller<'_, Playback>, delta: i32| {
+                    let memory = caller.data().memory.ok_or_else(|| Error::new("playback: no memory"))?;
+                    Ok(memory.grow(&mut caller, u64::from(delta as u32)).map_or(-1, |old| old as i32))
+                })
+                .map_err(|e| WasmError::Link(e.to_string()))?;
+            continue;
+        }
         let wasmi::ExternType::Func(ty) = import.ty() else {
             return Err(WasmError::NotAFunction {
                 module: import.module().into(),

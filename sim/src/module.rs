@@ -9,7 +9,10 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use wasm_encoder::{Encode, ExportKind, ExportSection};
+use wasm_encoder::reencode::{self, Error as ReencodeError, Reencode};
+use wasm_encoder::{
+    Encode, EntityType, ExportKind, ExportSection, ImportSection, SectionId, TypeSection, ValType,
+};
 use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
 
 /// Why a module does not load.
@@ -154,6 +157,120 @@ pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, Was
     let wasm = splice(wasm, BTreeMap::from([(EXPORT_SECTION_ID, contents[size_len..].to_vec())]))?;
     let wasm = without_section(&wasm, START_SECTION_ID)?;
     Ok(RewrittenModule { wasm, mutable_globals, has_memory, has_table, function_exports })
+}
+
+/// What `memory.grow` becomes a call to in an instrumented module: a host
+/// function, `(param i32) (result i32)`, that grows the memory as the
+/// instruction does. wasmi 2 keeps a host stack frame for every
+/// `memory.grow` a message executes until the message ends, so a loop of
+/// them overflowed the host's stack; a host call keeps none. (The replica's
+/// instrumentation also routes `memory.grow` through a function of its own.)
+pub const GROW_IMPORT: (&str, &str) = ("sim", "memory_grow");
+
+/// `wasm` with [`GROW_IMPORT`] imported after its other functions, and that
+/// import's index, if it executes `memory.grow` on a 32-bit memory; every
+/// function the module defines moves up by one index.
+pub fn import_memory_grow(wasm: &[u8]) -> Result<Option<(Vec<u8>, u32)>, WasmError> {
+    let (mut types, mut imported, mut grows, mut memory64) = (0, 0, false, false);
+    for payload in Parser::new(0).parse_all(wasm) {
+        match payload.map_err(|e| WasmError::Invalid(e.to_string()))? {
+            Payload::TypeSection(reader) => {
+                for group in reader {
+                    types += group.map_err(malformed)?.types().len() as u32;
+                }
+            }
+            Payload::ImportSection(reader) => {
+                for import in reader {
+                    match import.map_err(malformed)?.ty {
+                        TypeRef::Func(_) => imported += 1,
+                        TypeRef::Memory(m) => memory64 |= m.memory64,
+                        _ => {}
+                    }
+                }
+            }
+            Payload::MemorySection(reader) => {
+                for memory in reader {
+                    memory64 |= memory.map_err(malformed)?.memory64;
+                }
+            }
+            Payload::CodeSectionEntry(body) => {
+                let mut ops = body.get_operators_reader().map_err(malformed)?;
+                while !grows && !ops.eof() {
+                    grows = matches!(ops.read().map_err(malformed)?, wasmparser::Operator::MemoryGrow { .. });
+                }
+            }
+            _ => {}
+        }
+    }
+    if !grows || memory64 {
+        return Ok(None);
+    }
+    let mut shift = ImportGrow { imported, grow_type: types, import_added: false };
+    let mut module = wasm_encoder::Module::new();
+    shift
+        .parse_core_module(&mut module, Parser::new(0), wasm)
+        .map_err(|e| WasmError::Invalid(format!("adding the memory.grow import: {e}")))?;
+    Ok(Some((module.finish(), imported)))
+}
+
+/// Re-encodes a module with [`GROW_IMPORT`] after its function imports.
+struct ImportGrow {
+    /// Functions the module imports.
+    imported: u32,
+    /// The index the import's type gets: after the module's types.
+    grow_type: u32,
+    import_added: bool,
+}
+
+impl ImportGrow {
+    fn add_import(&mut self, imports: &mut ImportSection) {
+        imports.import(GROW_IMPORT.0, GROW_IMPORT.1, EntityType::Function(self.grow_type));
+        self.import_added = true;
+    }
+}
+
+impl Reencode for ImportGrow {
+    type Error = std::convert::Infallible;
+
+    fn function_index(&mut self, function: u32) -> u32 {
+        if function >= self.imported { function + 1 } else { function }
+    }
+
+    fn parse_type_section(
+        &mut self,
+        types: &mut TypeSection,
+        section: wasmparser::TypeSectionReader<'_>,
+    ) -> Result<(), ReencodeError<Self::Error>> {
+        reencode::utils::parse_type_section(self, types, section)?;
+        types.ty().function([ValType::I32], [ValType::I32]);
+        Ok(())
+    }
+
+    fn parse_import_section(
+        &mut self,
+        imports: &mut ImportSection,
+        section: wasmparser::ImportSectionReader<'_>,
+    ) -> Result<(), ReencodeError<Self::Error>> {
+        reencode::utils::parse_import_section(self, imports, section)?;
+        self.add_import(imports);
+        Ok(())
+    }
+
+    /// A module that imports nothing gets an import section after its types.
+    fn intersperse_section_hook(
+        &mut self,
+        module: &mut wasm_encoder::Module,
+        _after: Option<SectionId>,
+        before: Option<SectionId>,
+    ) -> Result<(), ReencodeError<Self::Error>> {
+        let past_imports = !matches!(before, Some(SectionId::Custom | SectionId::Type | SectionId::Import));
+        if past_imports && !self.import_added {
+            let mut imports = ImportSection::new();
+            self.add_import(&mut imports);
+            module.section(&imports);
+        }
+        Ok(())
+    }
 }
 
 /// Section ids in the order a module must have them (custom sections, id

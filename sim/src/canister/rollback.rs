@@ -83,11 +83,8 @@ impl Canister {
         let limit = state.limits.max_instructions_per_message;
         context.instruction_limit = limit;
         state.exec = Some(Execution { context, effects: Effects::default() });
-        let (instructions, mut trap) = installed.code.run(&mut self.store, &entry, limit);
+        let (instructions, trap) = installed.code.run(&mut self.store, &entry, limit);
         let state = self.store.data_mut();
-        if let (Some(trap), Some(why)) = (trap.as_mut(), state.limiter.take_refusal()) {
-            trap.0 = format!("{} {why}", trap.0);
-        }
         let effects = state.exec.take().expect("set above").effects;
         let tape = state.tape.take();
         if trap.is_some() || !keep {

@@ -39,7 +39,7 @@ use wasmparser::{
 };
 
 use super::costs;
-use crate::module::{WasmError, append_entry, section_contents, splice};
+use crate::module::{self, WasmError, append_entry, section_contents, splice};
 
 /// A module that counts its instructions in global `counter`.
 pub struct Instrumented {
@@ -54,11 +54,15 @@ const CODE_SECTION: u8 = 10;
 
 /// Adds the counter, the bulk-memory helper and the charges to `wasm`.
 pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
+    let (with_import, grow_import) = match module::import_memory_grow(wasm)? {
+        Some((wasm, index)) => (wasm, Some(index)),
+        None => (wasm.to_vec(), None),
+    };
+    let wasm = &with_import[..];
     let module = Scan::of(wasm)?;
     let counter = module.imported_globals + module.defined_globals;
     let helper = module.imported_functions + module.function_types.len() as u32;
-    let grow = module.max_pages.map(|max_pages| Grow { function: helper + 1, max_pages });
-    let rules = Rules { counter, helper, grow };
+    let rules = Rules { counter, helper, grow: grow_import };
 
     let bodies = module.bodies.iter().map(Body::read).collect::<Result<Vec<_>, _>>()?;
     // The entry block cost of each function that only direct calls reach.
@@ -74,16 +78,13 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
     };
 
     let mut code = vec![];
-    (bodies.len() as u32 + 1 + u32::from(grow.is_some())).encode(&mut code);
+    (bodies.len() as u32 + 1).encode(&mut code);
     for ((body, own), &ty) in bodies.iter().zip(&hoisted).zip(&module.function_types) {
         let points = points(&body.ops, module.memory64, own.is_some(), &hoist);
         let params = module.params.get(ty as usize).copied().unwrap_or(0);
         rules.meter(wasm, body, &points, params)?.as_slice().encode(&mut code);
     }
     rules.helper_body().encode(&mut code);
-    if let Some(grow) = grow {
-        grow.body().encode(&mut code);
-    }
 
     let sections = section_contents(wasm)?;
     let section = |id| sections.get(&id).copied();
@@ -91,17 +92,6 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
     let helper_type = [0x60, 1, 0x7e, 1, 0x7e];
     let mut function_entry = vec![];
     (module.params.len() as u32).encode(&mut function_entry);
-    let (mut types, mut functions) = (
-        append_entry(section(TYPE_SECTION), &helper_type)?,
-        append_entry(section(FUNCTION_SECTION), &function_entry)?,
-    );
-    if grow.is_some() {
-        // (func (param i32) (result i32))
-        types = append_entry(Some(&types), &[0x60, 1, 0x7f, 1, 0x7f])?;
-        let mut grow_entry = vec![];
-        (module.params.len() as u32 + 1).encode(&mut grow_entry);
-        functions = append_entry(Some(&functions), &grow_entry)?;
-    }
     // (global (mut i64) (i64.const 0)): set before every execution; nothing
     // runs at instantiation (the start function is `canister_start`, see
     // `crate::module`).
@@ -109,8 +99,8 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, WasmError> {
     Instruction::I64Const(0).encode(&mut global_entry);
     Instruction::End.encode(&mut global_entry);
     let replaced = [
-        (TYPE_SECTION, types),
-        (FUNCTION_SECTION, functions),
+        (TYPE_SECTION, append_entry(section(TYPE_SECTION), &helper_type)?),
+        (FUNCTION_SECTION, append_entry(section(FUNCTION_SECTION), &function_entry)?),
         (GLOBAL_SECTION, append_entry(section(GLOBAL_SECTION), &global_entry)?),
         (CODE_SECTION, code),
     ];
@@ -128,8 +118,6 @@ struct Scan<'a> {
     function_types: Vec<u32>,
     defined_globals: u32,
     memory64: bool,
-    /// The most pages a 32-bit memory 0 may grow to, if the module has one.
-    max_pages: Option<u64>,
     /// Functions reachable other than by a direct call: exported, in an
     /// element segment, the start function, or taken by `ref.func`.
     referenced: BTreeSet<u32>,
@@ -215,10 +203,6 @@ impl<'a> Scan<'a> {
             }
         }
         scan.memory64 = memories.first().is_some_and(|m| m.memory64);
-        scan.max_pages = memories
-            .first()
-            .filter(|m| !m.memory64)
-            .map(|m| m.maximum.unwrap_or(WASM32_PAGES).min(WASM32_PAGES));
         Ok(scan)
     }
 
@@ -373,50 +357,9 @@ fn points(ops: &[Operator], memory64: bool, hoisted: bool, hoist: &dyn Fn(u32) -
 struct Rules {
     counter: u32,
     helper: u32,
-    grow: Option<Grow>,
-}
-
-/// 4 GiB: what a 32-bit memory can address.
-const WASM32_PAGES: u64 = 65536;
-
-/// The function every 32-bit `memory.grow` becomes a call to: it answers
-/// -1 itself when the memory may not grow that much, so that wasmi only
-/// executes growths that succeed or that the host-memory budget refuses
-/// (it traps). wasmi 2 leaves a host stack frame behind each time it
-/// answers -1 itself, and a loop of such growths overflowed the host's
-/// stack. Not metered: the `memory.grow` it stands for is, where it was.
-#[derive(Clone, Copy)]
-struct Grow {
-    function: u32,
-    max_pages: u64,
-}
-
-impl Grow {
-    /// `(func (param $delta i32) (result i32))`: -1 if `$delta` pages more
-    /// would pass the maximum, else `memory.grow $delta`.
-    fn body(self) -> Function {
-        use Instruction as I;
-        let mut f = Function::new([]);
-        for instruction in [
-            I::LocalGet(0),
-            I::I64ExtendI32U,
-            I::I64Const(self.max_pages as i64),
-            I::MemorySize(0),
-            I::I64ExtendI32U,
-            I::I64Sub,
-            I::I64GtU,
-            I::If(BlockType::Result(ValType::I32)),
-            I::I32Const(-1),
-            I::Else,
-            I::LocalGet(0),
-            I::MemoryGrow(0),
-            I::End,
-            I::End,
-        ] {
-            f.instruction(&instruction);
-        }
-        f
-    }
+    /// The imported function `memory.grow` becomes a call to, if any (see
+    /// [`crate::module::import_memory_grow`]).
+    grow: Option<u32>,
 }
 
 impl Rules {
@@ -437,9 +380,7 @@ impl Rules {
                 self.charge(point.charge, size_local, &mut bytes);
             }
             match (&body.ops[i], self.grow) {
-                (Operator::MemoryGrow { mem: 0 }, Some(grow)) => {
-                    Instruction::Call(grow.function).encode(&mut bytes)
-                }
+                (Operator::MemoryGrow { mem: 0 }, Some(grow)) => Instruction::Call(grow).encode(&mut bytes),
                 _ => bytes.extend_from_slice(&wasm[body.starts[i]..body.starts[i + 1]]),
             }
         }

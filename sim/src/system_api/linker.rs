@@ -3,8 +3,11 @@
 use std::collections::BTreeSet;
 use wasmi::{Engine, Error, IntoFunc, Linker, Module, Val};
 
-use super::{EntryKind, SystemState, calls, canister, debug, msg, outside_a_message, stable, time, trap};
-use crate::module::WasmError;
+use super::{
+    Ctx, EntryKind, SystemState, calls, canister, debug, msg, outside_a_message, stable, time, trap,
+};
+use crate::code::CANNOT_GROW;
+use crate::module::{GROW_IMPORT, WasmError};
 
 /// Which entry kinds may call a host function.
 #[derive(Clone, Copy, Debug)]
@@ -149,8 +152,16 @@ pub fn linker(engine: &Engine, module: &Module) -> Result<Linker<SystemState>, W
     time::register(&mut r);
     debug::register(&mut r);
     let Registry { mut linker, supported } = r;
+    if module.imports().any(|import| (import.module(), import.name()) == GROW_IMPORT) {
+        linker
+            .func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, memory_grow)
+            .map_err(|e| WasmError::Link(e.to_string()))?;
+    }
     for import in module.imports() {
         let (module, name) = (import.module().to_string(), import.name().to_string());
+        if (module.as_str(), name.as_str()) == GROW_IMPORT {
+            continue;
+        }
         if module != "ic0" {
             return Err(WasmError::ForeignImport { module, name });
         }
@@ -167,6 +178,23 @@ pub fn linker(engine: &Engine, module: &Module) -> Result<Linker<SystemState>, W
             .map_err(|e| WasmError::Link(e.to_string()))?;
     }
     Ok(linker)
+}
+
+/// `memory.grow` in an instrumented module (see [`GROW_IMPORT`]): -1 past
+/// the memory's maximum, as the instruction; past the host-memory budget a
+/// trap, as growth past a full subnet's memory (see `crate::host_memory`).
+fn memory_grow(mut c: Ctx<'_>, delta: i32) -> Result<i32, Error> {
+    let Some(memory) = c.data().memory else {
+        return outside_a_message();
+    };
+    c.data_mut().limiter.take_refusal();
+    match memory.grow(&mut c, u64::from(delta as u32)) {
+        Ok(old) => Ok(old as i32),
+        Err(_) => match c.data_mut().limiter.take_refusal() {
+            Some(why) => trap(format!("{CANNOT_GROW} {why}")),
+            None => Ok(-1),
+        },
+    }
 }
 
 #[cfg(test)]
