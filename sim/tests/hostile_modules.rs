@@ -151,6 +151,17 @@ fn memory_grow_that_fails_in_a_loop_runs_to_the_instruction_limit() {
 }
 
 #[test]
+fn growing_page_by_page_up_to_the_budget_traps_there_and_is_undone() {
+    let budget = 3 << 30;
+    let mut sim = sim(SimConfig::default().max_instructions_per_message, budget);
+    let (id, installed) = try_install(&mut sim, "grow_page_by_page");
+    installed.unwrap();
+    let reject = sim.update_call(id, controller(), "go", vec![]).unwrap_err();
+    assert!(reject.message.contains("Canister cannot grow its memory usage."), "{reject}");
+    assert!(sim.host_memory_used() <= 3 * 65536 * 4, "the growth was undone: {}", sim.host_memory_used());
+}
+
+#[test]
 fn a_failed_upgrade_leaves_the_canister_running_its_old_code() {
     let mut sim = sim(SimConfig::default().max_instructions_per_message, 1 << 30);
     let (id, installed) = try_install(&mut sim, "pre_upgrade_grows_then_traps");
