@@ -171,17 +171,29 @@ impl StoreLimiter {
         self.refused.take()
     }
 
-    /// Takes what growing by `by` bytes costs, or says why not.
-    fn grow(&mut self, what: &str, by: u64, copies: u64) -> Result<bool, LimiterError> {
-        let bytes = by.saturating_mul(copies);
+    /// Takes what growing from `current` to `desired` units (bytes, table
+    /// elements) costs, or says why not. Growth past the memory's or table's
+    /// own maximum fails (-1) before it costs anything.
+    fn growing(
+        &mut self,
+        (current, desired, maximum): (usize, usize, Option<usize>),
+        unit_bytes: u64,
+        copies: u64,
+        what: impl FnOnce(u64) -> String,
+    ) -> Result<bool, LimiterError> {
+        if maximum.is_some_and(|max| desired > max) {
+            return Ok(false);
+        }
+        let by = (desired - current) as u64;
+        let bytes = by.saturating_mul(unit_bytes).saturating_mul(copies);
         if self.held.try_add(bytes) {
             self.last = bytes;
             return Ok(true);
         }
         let budget = self.held.budget();
         self.refused = Some(format!(
-            "{what} would take {} ({copies} copies) of the simulator's host-memory budget of {}, of which {} \
-             is held",
+            "{} would take {} ({copies} copies) of the simulator's host-memory budget of {}, of which {} is held",
+            what(by),
             Bytes(bytes),
             Bytes(budget.limit()),
             Bytes(budget.used()),
@@ -196,20 +208,15 @@ impl StoreLimiter {
     }
 }
 
-/// Growth past a memory's or table's own maximum fails (-1) before it
-/// costs anything.
 impl ResourceLimiter for StoreLimiter {
     fn memory_growing(
         &mut self,
         current: usize,
         desired: usize,
-        maximum: Option<usize>,
+        max: Option<usize>,
     ) -> Result<bool, LimiterError> {
-        if maximum.is_some_and(|max| desired > max) {
-            return Ok(false);
-        }
-        let by = (desired - current) as u64;
-        self.grow(&format!("growing linear memory by {}", Bytes(by)), by, LINEAR_MEMORY_COPIES)
+        let what = |by| format!("growing linear memory by {}", Bytes(by));
+        self.growing((current, desired, max), 1, LINEAR_MEMORY_COPIES, what)
     }
 
     fn memory_grow_failed(&mut self, _error: &MemoryError) -> Result<(), LimiterError> {
@@ -221,14 +228,10 @@ impl ResourceLimiter for StoreLimiter {
         &mut self,
         current: usize,
         desired: usize,
-        maximum: Option<usize>,
+        max: Option<usize>,
     ) -> Result<bool, LimiterError> {
-        if maximum.is_some_and(|max| desired > max) {
-            return Ok(false);
-        }
-        let by = (desired - current) as u64;
-        let what = format!("a table of {by} more elements");
-        self.grow(&what, by.saturating_mul(TABLE_ELEMENT_BYTES), TABLE_COPIES)
+        let what = |by| format!("a table of {by} more elements");
+        self.growing((current, desired, max), TABLE_ELEMENT_BYTES, TABLE_COPIES, what)
     }
 
     fn table_grow_failed(&mut self, _error: &TableError) -> Result<(), LimiterError> {

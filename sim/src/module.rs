@@ -441,6 +441,37 @@ mod tests {
     }
 
     #[test]
+    fn memory_grow_gets_an_import_after_the_others() {
+        let with_imports = r#"(module
+            (import "ic0" "trap" (func (param i32 i32)))
+            (memory 1)
+            (func $f (drop (memory.grow (i32.const 1))))
+            (func (export "canister_update g") (call $f)))"#;
+        let without =
+            r#"(module (memory 1) (func (export "canister_update g") (drop (memory.grow (i32.const 1)))))"#;
+        for (wat, imported, exported) in [(with_imports, 1, 3), (without, 0, 1)] {
+            let (wasm, index) = import_memory_grow(&wat::parse_str(wat).unwrap()).unwrap().unwrap();
+            wasmparser::validate(&wasm).unwrap();
+            assert_eq!(index, imported, "after the module's own imports");
+            let mut imports = vec![];
+            let mut export = None;
+            for payload in Parser::new(0).parse_all(&wasm) {
+                match payload.unwrap() {
+                    Payload::ImportSection(r) => {
+                        imports.extend(r.into_iter().map(|i| i.unwrap().name.to_string()))
+                    }
+                    Payload::ExportSection(r) => export = r.into_iter().next().map(|e| e.unwrap().index),
+                    _ => {}
+                }
+            }
+            assert_eq!(imports.last().map(String::as_str), Some(GROW_IMPORT.1));
+            assert_eq!(export, Some(exported), "the defined functions moved up by one");
+        }
+        let no_grow = wat::parse_str("(module (memory 1) (func))").unwrap();
+        assert!(import_memory_grow(&no_grow).unwrap().is_none());
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         assert!(rewrite(b"\0asm\x01\0\0\0\x07\xff", None).is_err());
         assert!(rewrite(b"not wasm at all", None).is_err());
