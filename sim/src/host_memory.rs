@@ -44,6 +44,15 @@ pub const TABLE_ELEMENT_BYTES: u64 = 8;
 /// A host-memory budget: one simulator's, or one that several simulators
 /// share (a server's instances, each on a thread of its own).
 ///
+/// The replica keeps a canister's memory as copy-on-write pages; the
+/// simulator holds whole copies and counts each: linear memory three times
+/// (the instance, its checkpoint, the copy a rollback replays on or a query
+/// runs from), tables twice, stable memory three times (the bytes, the undo
+/// log, the copy an upgrade keeps). Growth past the budget traps, as growth
+/// past a full subnet's memory does ("Canister cannot grow its memory
+/// usage."), and a module whose declared memory or tables do not fit is
+/// refused at install.
+///
 /// ```
 /// use sim::{HostMemory, Sim};
 ///

@@ -74,8 +74,8 @@ pub struct SimConfig {
     /// run a canister that loops forever in little host time.
     pub max_instructions_per_message: u64,
     /// Bytes of the host's memory that the canisters may hold in all (see
-    /// [`crate::host_memory`]: a canister's linear memory counts three
-    /// times). Growth past it fails as growth past a limit fails on the IC,
+    /// [`HostMemory`](crate::HostMemory): a canister's linear memory counts
+    /// three times). Growth past it fails as growth past a limit fails on the IC,
     /// and a module that does not fit is refused at install.
     pub host_memory_budget: u64,
 }

@@ -153,7 +153,7 @@ impl Sim {
         Ok(())
     }
 
-    /// What the injected events did, a line each ("round 5: stopped <id>").
+    /// What the injected events did, a line each (`round 5: stopped <id>`).
     pub fn fault_log(&self) -> &[String] {
         &self.faults.log
     }
