@@ -37,12 +37,27 @@ pub fn require_controller(caller: Principal, caller_is_controller: bool) -> Resu
 }
 
 /// A callee must be some other canister: calling ourselves would measure
-/// nothing of inter-canister messaging.
+/// nothing of inter-canister messaging, and a principal that is no canister
+/// id (the management canister, the anonymous principal, a user's
+/// self-authenticating one) can never answer a `ping`: every plan would
+/// fail all its calls with `DestinationInvalid`.
 pub fn check_callee(callee: Principal, this_canister: Principal) -> Result<Principal, PlanError> {
     if callee == this_canister {
         return Err(PlanError::CallerAsCallee(callee));
     }
-    Ok(callee)
+    // The class is the id's last byte (the interface specification's
+    // "Principals"): canister ids are opaque ids, class 1.
+    let not_a_canister = match callee.as_slice() {
+        [] => Some("the management canister"),
+        [0x04] => Some("the anonymous principal"),
+        [.., 0x02] => Some("a self-authenticating (user) principal"),
+        [.., 0x01] => None,
+        _ => Some("not a canister id"),
+    };
+    match not_a_canister {
+        Some(what) => Err(PlanError::NotACanister { callee, what }),
+        None => Ok(callee),
+    }
 }
 
 /// Which callee to call: the one stored by `setup_callee` wins; otherwise the
@@ -66,8 +81,11 @@ pub fn resolve_callee(
 mod tests {
     use super::*;
 
+    /// A canister id (an opaque id, class 1) numbered `byte`.
     fn principal(byte: u8) -> Principal {
-        Principal::from_slice(&[byte; 10])
+        let mut id = [byte; 10];
+        id[9] = 0x01;
+        Principal::from_slice(&id)
     }
 
     #[test]
@@ -95,6 +113,28 @@ mod tests {
     fn the_caller_itself_is_refused_as_callee() {
         assert_eq!(check_callee(principal(2), principal(1)), Ok(principal(2)));
         assert!(check_callee(principal(1), principal(1)).unwrap_err().to_string().contains("itself"));
+    }
+
+    #[test]
+    fn only_a_canister_id_can_be_a_callee() {
+        let user = Principal::self_authenticating(b"a user's public key");
+        let derived = Principal::from_slice(&[7, 7, 0x03]);
+        for (callee, what) in [
+            (Principal::management_canister(), "the management canister"),
+            (Principal::anonymous(), "the anonymous principal"),
+            (user, "a self-authenticating (user) principal"),
+            (derived, "not a canister id"),
+        ] {
+            let err = check_callee(callee, principal(1)).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!(
+                    "{callee} is {what}, which can never be a callee: pass a canister id, such as the callee's"
+                )
+            );
+        }
+        let canister = Principal::from_text("rrkah-fqaaa-aaaaa-aaaaq-cai").unwrap();
+        assert_eq!(check_callee(canister, principal(1)), Ok(canister));
     }
 
     #[test]

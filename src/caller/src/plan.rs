@@ -34,6 +34,8 @@ pub enum PlanError {
     TooManyCallees(usize),
     #[error("{0} is this caller canister itself: pass the id of the callee canister")]
     CallerAsCallee(Principal),
+    #[error("{callee} is {what}, which can never be a callee: pass a canister id, such as the callee's")]
+    NotACanister { callee: Principal, what: &'static str },
     #[error("callee not set: call setup_callee(principal) first")]
     CalleeNotSet,
     #[error("{CALLEE_ENV_VAR} = {text:?} is not a principal ({reason}): call setup_callee(principal)")]
@@ -216,8 +218,11 @@ mod tests {
     use super::*;
     use interface::Acknowledged;
 
+    /// A canister id (an opaque id, class 1) numbered `byte`.
     fn principal(byte: u8) -> Principal {
-        Principal::from_slice(&[byte; 10])
+        let mut id = [byte; 10];
+        id[9] = 0x01;
+        Principal::from_slice(&id)
     }
 
     #[test]

@@ -84,6 +84,26 @@ fn the_caller_itself_is_refused_as_callee() {
 }
 
 #[test]
+fn a_principal_that_is_no_canister_is_refused_as_callee_and_the_stored_one_kept() {
+    let mut s = installed();
+    let callee = s.callee;
+    s.setup_callee(controller(), callee).unwrap();
+    for (principal, what) in [
+        (Principal::management_canister(), "the management canister"),
+        (Principal::anonymous(), "the anonymous principal"),
+        (stranger(), "a self-authenticating (user) principal"),
+    ] {
+        let err = s.setup_callee(controller(), principal).unwrap_err();
+        assert!(
+            err.message.contains(&format!("{principal} is {what}, which can never be a callee")),
+            "{err}"
+        );
+    }
+    assert_eq!(s.calls(controller(), "sequential_calls", 3).unwrap(), 3, "the stored callee still answers");
+    assert_eq!(s.pings(), 3);
+}
+
+#[test]
 fn without_a_callee_the_documented_message() {
     let mut s = installed();
     for method in ["sequential_calls", "parallel_calls"] {
