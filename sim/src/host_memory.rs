@@ -104,7 +104,7 @@ impl HostMemory {
     /// Replaces `old` held bytes with `new`, whether or not they fit.
     fn exchange(&self, old: u64, new: u64) {
         let _ = self.0.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-            Some((used - old).saturating_add(new))
+            Some(used.saturating_sub(old).saturating_add(new))
         });
     }
 }
