@@ -1,25 +1,11 @@
 //! The host-memory budget: how much of the host's memory the canisters of
 //! one simulator (or of several that share the budget) may hold, so that no
-//! module can exhaust the process.
+//! module can exhaust the process. [`HostMemory`] says what is counted.
 //!
-//! The replica keeps a canister's memory as copy-on-write pages; the
-//! simulator holds whole copies, and counts each against the budget:
-//!
-//! - linear memory [`LINEAR_MEMORY_COPIES`] times: the instance (wasmi
-//!   allocates and zeroes all of it), its checkpoint, and the copy that a
-//!   rollback replays on or a query runs from;
-//! - tables [`TABLE_COPIES`] times (the instance, and the one a rollback
-//!   replays on), at [`TABLE_ELEMENT_BYTES`] an element;
-//! - stable memory [`STABLE_MEMORY_COPIES`] times: the bytes, the undo log of
-//!   a message that overwrites them, and the copy an upgrade keeps until it
-//!   has succeeded.
-//!
-//! Growth past the budget traps, as growth past the subnet's memory traps
-//! on the IC ("Canister cannot grow its memory usage."), and a module whose
-//! declared memory or tables do not fit is refused at install. (A trap, not
-//! -1: a trapped message is rolled back, while one that went on after a
-//! refused growth would be replayed without the refusal after a later
-//! trap, since the budget is not part of the canister's state.)
+//! Growth past the budget traps rather than failing with -1: a trapped
+//! message is rolled back, while one that went on after a refused growth
+//! would be replayed without the refusal after a later trap, since the
+//! budget is not part of the canister's state.
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,11 +18,14 @@ use wasmi_core::LimiterError;
 /// builder says otherwise: 8 GiB, a third of this project's 24 GiB
 /// machines, enough for a canister with 2 GiB of heap.
 pub const DEFAULT_HOST_MEMORY_BUDGET: u64 = 8 << 30;
-/// See the module doc.
+/// Copies of linear memory the simulator holds: the instance (wasmi
+/// allocates and zeroes all of it), its checkpoint, and the copy a rollback
+/// replays on or a query runs from.
 pub const LINEAR_MEMORY_COPIES: u64 = 3;
-/// See the module doc.
+/// Copies of a table: the instance's, and the one a rollback replays on.
 pub const TABLE_COPIES: u64 = 2;
-/// See the module doc.
+/// Copies of stable memory: the bytes, the undo log of a message that
+/// overwrites them, and the copy an upgrade keeps until it has succeeded.
 pub const STABLE_MEMORY_COPIES: u64 = 3;
 /// Host bytes per table element (wasmi keeps one untyped 64-bit cell).
 pub const TABLE_ELEMENT_BYTES: u64 = 8;
@@ -88,6 +77,16 @@ impl HostMemory {
     /// Whether `bytes` more fit now.
     pub fn fits(&self, bytes: u64) -> bool {
         self.used().checked_add(bytes).is_some_and(|total| total <= self.limit())
+    }
+
+    /// Why `bytes` (`copies` copies of what `what` grows) were refused.
+    pub fn refusal(&self, what: &str, bytes: u64, copies: u64) -> String {
+        format!(
+            "{what} would take {} ({copies} copies) of the simulator's host-memory budget of {}, of which {} is held",
+            Bytes(bytes),
+            Bytes(self.limit()),
+            Bytes(self.used()),
+        )
     }
 
     /// Takes `bytes` if they fit.
@@ -199,14 +198,7 @@ impl StoreLimiter {
             self.last = bytes;
             return Ok(true);
         }
-        let budget = self.held.budget();
-        self.refused = Some(format!(
-            "{} would take {} ({copies} copies) of the simulator's host-memory budget of {}, of which {} is held",
-            what(by),
-            Bytes(bytes),
-            Bytes(budget.limit()),
-            Bytes(budget.used()),
-        ));
+        self.refused = Some(self.held.budget().refusal(&what(by), bytes, copies));
         Err(LimiterError::ResourceLimiterDeniedAllocation)
     }
 

@@ -73,9 +73,7 @@ mod stats;
 mod system_api;
 mod validation;
 
-pub use host_memory::{
-    DEFAULT_HOST_MEMORY_BUDGET, HostMemory, LINEAR_MEMORY_COPIES, STABLE_MEMORY_COPIES, TABLE_COPIES,
-};
+pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
 pub use message::{MessageId, Reject, RejectCode};
 pub use sim::{
     Action, Event, Faults, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Sim, SimBuilder,

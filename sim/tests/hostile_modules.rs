@@ -162,6 +162,24 @@ fn growing_page_by_page_up_to_the_budget_traps_there_and_is_undone() {
 }
 
 #[test]
+fn stable_memory_past_the_budget_traps_and_is_undone() {
+    let budget = 2 << 30;
+    let mut sim = sim(SimConfig::default().max_instructions_per_message, budget);
+    let (id, installed) = try_install(&mut sim, "stable_grow");
+    installed.unwrap();
+    let held = sim.host_memory_used();
+    let reject = sim.update_call(id, controller(), "grow_1_gib", vec![]).unwrap_err();
+    assert!(
+        reject.message.contains(
+            "Canister cannot grow its memory usage. growing stable memory by 1 GiB would take 3 GiB (3 copies) of \
+             the simulator's host-memory budget of 2 GiB"
+        ),
+        "{reject}"
+    );
+    assert_eq!(sim.host_memory_used(), held, "nothing of the refused growth is held");
+}
+
+#[test]
 fn a_failed_upgrade_leaves_the_canister_running_its_old_code() {
     let mut sim = sim(SimConfig::default().max_instructions_per_message, 1 << 30);
     let (id, installed) = try_install(&mut sim, "pre_upgrade_grows_then_traps");

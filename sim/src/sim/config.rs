@@ -75,8 +75,8 @@ pub struct SimConfig {
     pub max_instructions_per_message: u64,
     /// Bytes of the host's memory that the canisters may hold in all (see
     /// [`HostMemory`](crate::HostMemory): a canister's linear memory counts
-    /// three times). Growth past it fails as growth past a limit fails on the IC,
-    /// and a module that does not fit is refused at install.
+    /// three times). Growth past it traps, as growth past a full subnet's
+    /// memory does, and a module that does not fit is refused at install.
     pub host_memory_budget: u64,
 }
 

@@ -53,8 +53,9 @@ impl Contexts {
     }
 }
 
-/// What `canister_start` may call (the replica's `ApiType::Start`).
-const ALLOWED_IN_START: [&str; 12] = [
+/// What `canister_start` may call of what the simulator implements (the
+/// replica's `ApiType::Start`).
+const ALLOWED_IN_START: [&str; 10] = [
     "debug_print",
     "trap",
     "performance_counter",
@@ -65,8 +66,6 @@ const ALLOWED_IN_START: [&str; 12] = [
     "stable64_grow",
     "stable64_read",
     "stable64_write",
-    "stable_size",
-    "stable_grow",
 ];
 
 /// Traps if the running message is `canister_start` and may not call `name`,
@@ -152,16 +151,14 @@ pub fn linker(engine: &Engine, module: &Module) -> Result<Linker<SystemState>, W
     time::register(&mut r);
     debug::register(&mut r);
     let Registry { mut linker, supported } = r;
-    if module.imports().any(|import| (import.module(), import.name()) == GROW_IMPORT) {
-        linker
-            .func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, memory_grow)
-            .map_err(|e| WasmError::Link(e.to_string()))?;
-    }
     for import in module.imports() {
-        let (module, name) = (import.module().to_string(), import.name().to_string());
-        if (module.as_str(), name.as_str()) == GROW_IMPORT {
+        if (import.module(), import.name()) == GROW_IMPORT {
+            linker
+                .func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, memory_grow)
+                .map_err(|e| WasmError::Link(e.to_string()))?;
             continue;
         }
+        let (module, name) = (import.module().to_string(), import.name().to_string());
         if module != "ic0" {
             return Err(WasmError::ForeignImport { module, name });
         }

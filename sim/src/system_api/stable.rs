@@ -19,22 +19,13 @@ pub(super) fn register(r: &mut Registry) {
         // past the budget, a trap, as for linear memory (see `host_memory`).
         if pages <= MAX_PAGES - state.stable.pages() {
             let more = pages * PAGE_SIZE * STABLE_MEMORY_COPIES;
-            let budget = state.stable_held.budget();
-            if !budget.fits(more) {
-                let why = format!(
-                    "growing stable memory by {} would take {} ({STABLE_MEMORY_COPIES} copies) of the \
-                     simulator's host-memory budget of {}, of which {} is held",
-                    Bytes(pages * PAGE_SIZE),
-                    Bytes(more),
-                    Bytes(budget.limit()),
-                    Bytes(budget.used())
-                );
+            if !state.stable_held.try_add(more) {
+                let what = format!("growing stable memory by {}", Bytes(pages * PAGE_SIZE));
+                let why = state.stable_held.budget().refusal(&what, more, STABLE_MEMORY_COPIES);
                 return Err(CanisterTrap(format!("{CANNOT_GROW} {why}")).into());
             }
         }
-        let old = state.stable.grow(pages);
-        state.settle_stable();
-        Ok(old)
+        Ok(state.stable.grow(pages))
     });
     def!(r, "stable64_write", |c: Ctx<'_>, offset: i64, src: i64, size: i64| -> Result<(), Error> {
         let bytes = read(&c, src as i32, size as i32)?;
