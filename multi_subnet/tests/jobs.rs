@@ -129,11 +129,27 @@ fn a_job_survives_an_upgrade_of_the_caller() {
 }
 
 #[test]
-fn a_bad_retry_policy_is_rejected_and_job_status_of_an_unknown_job_is_null() {
+fn a_bad_retry_policy_is_rejected_naming_the_cap_and_job_status_of_an_unknown_job_is_null() {
     let (mut engine, d) = deployed();
-    let bad = RetryPolicy { max_attempts: 1, backoff_ms: 1, idempotent: false };
-    let err = d.client().start_job(&mut engine, &Plan::new(Strategy::Parallel, 5), Some(bad)).unwrap_err();
-    assert!(format!("{err:#}").contains("2 to 20"), "{err:#}");
+    let plan = Plan::new(Strategy::Parallel, 5);
+    let mut start = |max_attempts, backoff_ms| {
+        let policy = RetryPolicy { max_attempts, backoff_ms, idempotent: false };
+        d.client().start_job(&mut engine, &plan, Some(policy)).map(|_| ()).map_err(|e| format!("{e:#}"))
+    };
+    let err = start(1, 1).unwrap_err();
+    assert!(err.contains("2 to 20"), "{err}");
+    // Each cap at its figure and one past it, with a policy only that cap refuses.
+    let backoff_cap = "over the cap of 345600000 ms (4 days) on one backoff";
+    let schedule_cap = "over the cap of 604800000 ms (7 days) on a job's whole schedule";
+    start(2, 345_600_000).unwrap();
+    let err = start(2, 345_600_001).unwrap_err();
+    assert!(err.contains(backoff_cap) && err.contains("pass backoff_ms = 345600000 or less"), "{err}");
+    start(5, 40_320_000).unwrap();
+    let err = start(5, 40_320_001).unwrap_err();
+    assert!(err.contains(schedule_cap) && err.contains("pass backoff_ms = 40320000 or less"), "{err}");
+    // 20 attempts from an hour: about 60 years.
+    let err = start(20, 3_600_000).unwrap_err();
+    assert!(err.contains(backoff_cap), "{err}");
     assert_eq!(d.client().job_status(&mut engine, 99).unwrap(), None);
 }
 

@@ -47,11 +47,27 @@ pub enum PlanError {
     )]
     MaxAttempts(u32),
     #[error(
-        "retry.backoff_ms = {0}: allowed are {low} to {high} (an hour)",
+        "retry.backoff_ms = {0}: allowed are {low} to {high} (4 days)",
         low = RetryPolicy::BACKOFF_MS.start(),
         high = RetryPolicy::BACKOFF_MS.end()
     )]
     Backoff(u64),
+    #[error(
+        "retry: backoff_ms = {backoff_ms} doubled up to attempt {max_attempts} makes a last backoff of \
+         {longest_ms} ms, over the cap of {cap} ms (4 days) on one backoff: pass backoff_ms = {largest} \
+         or less with max_attempts = {max_attempts}, or fewer attempts",
+        cap = RetryPolicy::MAX_BACKOFF_MS,
+        largest = RetryPolicy::largest_backoff_ms(*max_attempts)
+    )]
+    BackoffOverCap { max_attempts: u32, backoff_ms: u64, longest_ms: u128 },
+    #[error(
+        "retry: max_attempts = {max_attempts} with backoff_ms = {backoff_ms} waits {schedule_ms} ms in all, \
+         over the cap of {cap} ms (7 days) on a job's whole schedule: pass backoff_ms = {largest} or less \
+         with max_attempts = {max_attempts}, or fewer attempts",
+        cap = RetryPolicy::MAX_SCHEDULE_MS,
+        largest = RetryPolicy::largest_backoff_ms(*max_attempts)
+    )]
+    ScheduleOverCap { max_attempts: u32, backoff_ms: u64, schedule_ms: u128 },
     #[error("timeout_seconds applies to bounded-wait calls only")]
     TimeoutWithUnboundedWait,
     #[error(
@@ -144,8 +160,19 @@ pub fn validate(
         if !RetryPolicy::MAX_ATTEMPTS.contains(&policy.max_attempts) {
             return Err(PlanError::MaxAttempts(policy.max_attempts));
         }
-        if !RetryPolicy::BACKOFF_MS.contains(&policy.backoff_ms) {
-            return Err(PlanError::Backoff(policy.backoff_ms));
+        let RetryPolicy { max_attempts, backoff_ms, .. } = policy;
+        // The caps before the range: a backoff_ms above the range is above
+        // the backoff cap, whose message says what to pass.
+        let longest_ms = policy.longest_backoff_ms();
+        if longest_ms > u128::from(RetryPolicy::MAX_BACKOFF_MS) {
+            return Err(PlanError::BackoffOverCap { max_attempts, backoff_ms, longest_ms });
+        }
+        let schedule_ms = policy.schedule_ms();
+        if schedule_ms > u128::from(RetryPolicy::MAX_SCHEDULE_MS) {
+            return Err(PlanError::ScheduleOverCap { max_attempts, backoff_ms, schedule_ms });
+        }
+        if !RetryPolicy::BACKOFF_MS.contains(&backoff_ms) {
+            return Err(PlanError::Backoff(backoff_ms));
         }
     }
     let wait = plan.wait.unwrap_or_default();
@@ -243,6 +270,61 @@ mod tests {
         assert!(
             check(with(Some(10), Some(Wait::Unbounded))).unwrap_err().to_string().contains("bounded-wait")
         );
+    }
+
+    /// The caps, each at its figure and one past it, with a policy that only
+    /// that cap refuses.
+    #[test]
+    fn retry_policies_past_a_cap_are_refused_naming_it() {
+        let retry = |max_attempts, backoff_ms| {
+            validate(
+                Plan::new(Strategy::Parallel, 1),
+                Some(RetryPolicy { max_attempts, backoff_ms, idempotent: false }),
+                || Ok(principal(2)),
+                principal(1),
+            )
+            .map(|_| ())
+        };
+        // One retry: its backoff is the last.
+        assert_eq!(retry(2, 345_600_000), Ok(()));
+        let err = retry(2, 345_600_001).unwrap_err();
+        assert_eq!(
+            err,
+            PlanError::BackoffOverCap { max_attempts: 2, backoff_ms: 345_600_001, longest_ms: 345_600_001 }
+        );
+        assert_eq!(
+            err.to_string(),
+            "retry: backoff_ms = 345600001 doubled up to attempt 2 makes a last backoff of 345600001 ms, \
+             over the cap of 345600000 ms (4 days) on one backoff: pass backoff_ms = 345600000 or less with \
+             max_attempts = 2, or fewer attempts"
+        );
+        // Two retries, 6 days in all: the last backoff alone is over.
+        assert_eq!(retry(3, 172_800_000), Ok(()));
+        assert!(matches!(
+            retry(3, 172_800_001),
+            Err(PlanError::BackoffOverCap { longest_ms: 345_600_002, .. })
+        ));
+        // Four retries, the last 3.73 days: exactly a week in all, then 15 ms more.
+        assert_eq!(retry(5, 40_320_000), Ok(()));
+        let err = retry(5, 40_320_001).unwrap_err();
+        assert_eq!(
+            err,
+            PlanError::ScheduleOverCap { max_attempts: 5, backoff_ms: 40_320_001, schedule_ms: 604_800_015 }
+        );
+        assert_eq!(
+            err.to_string(),
+            "retry: max_attempts = 5 with backoff_ms = 40320001 waits 604800015 ms in all, over the cap of \
+             604800000 ms (7 days) on a job's whole schedule: pass backoff_ms = 40320000 or less with \
+             max_attempts = 5, or fewer attempts"
+        );
+        // The issue's case: 20 attempts from an hour, about 60 years in all.
+        let err = retry(20, 3_600_000).unwrap_err().to_string();
+        assert!(
+            err.contains("cap of 345600000 ms (4 days)") && err.contains("backoff_ms = 1153 or less"),
+            "{err}"
+        );
+        // The most attempts with the largest backoff they allow.
+        assert_eq!(retry(20, RetryPolicy::largest_backoff_ms(20)), Ok(()));
     }
 
     fn check(p: Plan) -> Result<ValidPlan, PlanError> {
