@@ -138,11 +138,24 @@ impl Instance {
     pub fn query(&mut self, call: pocket_ic::common::rest::RawCanisterCall) -> Result<CallResult, ApiError> {
         let sender = principal(&call.sender, "sender")?;
         let canister = principal(&call.canister_id, "canister id")?;
-        if canister == Principal::management_canister() {
-            return Ok(Err(errors::unsupported(format!("query {} to the management canister", call.method))));
+        if canister != Principal::management_canister() {
+            check_effective(&call.effective_principal, canister)?;
         }
-        check_effective(&call.effective_principal, canister)?;
-        Ok(self.sim.query_call(canister, sender, &call.method, call.payload).map_err(errors::from_sim_reject))
+        Ok(self.query_as(canister, sender, &call.method, call.payload))
+    }
+
+    /// A query from `sender`, on the latest state.
+    pub fn query_as(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> CallResult {
+        if canister == Principal::management_canister() {
+            return Err(errors::unsupported(format!("query {method} to the management canister")));
+        }
+        self.sim.query_call(canister, sender, method, arg).map_err(errors::from_sim_reject)
     }
 
     /// `update/set_time`: the simulator's time only moves forward.

@@ -1,15 +1,19 @@
 //! PocketIC's REST API over this project's simulator: the pocket-ic
 //! client (and PocketIC's other clients) drive real canister wasm on the
 //! simulator through it. It is not PocketIC and does not pretend to be.
+//! It is also the backend of the IC's own HTTP interface (`ic_http`),
+//! which icp-cli, dfx and the agents speak.
 
 mod blobstore;
 mod errors;
+mod ic_http_backend;
 mod instance;
 mod instances;
 mod management;
 mod server;
 mod topology;
 
+pub use ic_http_backend::{DESCRIPTION as IC_HTTP_DESCRIPTION, backend as ic_http_backend};
 pub use instances::Limits;
 pub use server::{Options, Running, serve, serve_forever};
 

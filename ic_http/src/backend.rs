@@ -1,0 +1,51 @@
+//! What the HTTP interface needs of the engine behind it.
+
+use candid::Principal;
+use ic_transport_types::RejectCode;
+
+/// A subnet and the canister ids it hosts (inclusive ranges).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubnetRanges {
+    /// The subnet's id.
+    pub id: Principal,
+    /// The canister-id ranges it hosts, ascending.
+    pub ranges: Vec<(Principal, Principal)>,
+}
+
+/// A call the engine refused or a canister rejected, as the IC reports it
+/// to a user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reject {
+    /// The interface specification's reject code (1 to 5).
+    pub code: RejectCode,
+    /// Why, for people.
+    pub message: String,
+    /// The replica's error code, such as `IC0406`.
+    pub error_code: String,
+}
+
+/// The engine the interface serves: it owns the canisters and runs the
+/// rounds. It is driven from one thread, so it need not be `Send`.
+pub trait Backend {
+    /// What the engine is, in one line: `/api/v2/status` reports it as the
+    /// `impl_version`, so that no one mistakes it for the replica.
+    fn description(&self) -> String;
+
+    /// The subnets, and the canister ids each hosts.
+    fn subnets(&self) -> Vec<SubnetRanges>;
+
+    /// The engine's time, in ns since the epoch.
+    fn time(&self) -> u64;
+
+    /// Moves the engine's time on to `ns` (never back).
+    fn advance_time_to(&mut self, ns: u64);
+
+    /// Executes a query on the latest state.
+    fn query(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Vec<u8>, Reject>;
+}

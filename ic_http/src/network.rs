@@ -1,0 +1,184 @@
+//! The network: a backend on a thread of its own, the subnets' certified
+//! state, and the round that certifies it.
+
+use candid::Principal;
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
+
+use crate::backend::Backend;
+use crate::certification::{self, Subnet};
+use crate::keys::Keys;
+
+/// An idle network still certifies a new `/time` this often, so that its
+/// certificates stay fresh for the agents (icp-cli refuses one older than
+/// 240 s; dfx one whose time is ahead of its clock).
+const CERTIFY_IDLE_EVERY: Duration = Duration::from_millis(500);
+
+/// The wall clock in ns since the epoch, as the validator and the agents read it.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// How a network is set up.
+#[derive(Clone)]
+pub struct Options {
+    /// Derives every key (see [`Keys`]): the same seed, the same root key.
+    pub seed: u64,
+    /// The clock that validates ingress expiries and that the backend's
+    /// time follows. Tests set it off the wall clock.
+    pub clock: Clock,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { seed: 0, clock: Arc::new(wall_clock) }
+    }
+}
+
+fn wall_clock() -> u64 {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).expect("the clock is past 1970");
+    u64::try_from(since_epoch.as_nanos()).expect("before the year 2554")
+}
+
+type Job = Box<dyn FnOnce(&mut dyn Backend) + Send>;
+
+/// What the backend's thread and the HTTP handlers share.
+pub(crate) struct Certified {
+    pub keys: Keys,
+    pub subnets: Vec<Subnet>,
+    pub description: String,
+    pub clock: Clock,
+}
+
+/// A network served over one backend; clones share it. The backend's
+/// thread ends when the last clone is dropped.
+#[derive(Clone)]
+pub struct Network {
+    pub(crate) certified: Arc<Certified>,
+    jobs: mpsc::Sender<Job>,
+    /// Why the backend serves no more requests, once one made it panic.
+    broken: Arc<Mutex<Option<String>>>,
+}
+
+impl Network {
+    /// Starts the backend that `make` builds on a thread of its own (it
+    /// need not be `Send`), and certifies its subnets' first state.
+    ///
+    /// ```no_run
+    /// # fn backend() -> Box<dyn ic_http::Backend> { unimplemented!() }
+    /// # async fn serve() {
+    /// let network = ic_http::Network::start(backend, ic_http::Options::default()).unwrap();
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:4943").await.unwrap();
+    /// axum::serve(listener, ic_http::router(network)).await.unwrap();
+    /// # }
+    /// ```
+    pub fn start(
+        make: impl FnOnce() -> Box<dyn Backend> + Send + 'static,
+        options: Options,
+    ) -> Result<Self, String> {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let (ready, started) = mpsc::channel();
+        let clock = options.clock.clone();
+        std::thread::Builder::new()
+            .name("ic_http backend".into())
+            .spawn(move || {
+                let mut backend = make();
+                let time = follow_clock(&mut *backend, &clock);
+                let certified = Arc::new(Certified {
+                    keys: Keys::from_seed(options.seed),
+                    subnets: certification::subnets(&Keys::from_seed(options.seed), &backend.subnets(), time),
+                    description: backend.description(),
+                    clock,
+                });
+                if ready.send(certified.clone()).is_err() {
+                    return;
+                }
+                drive(&mut *backend, &certified, &inbox);
+            })
+            .map_err(|e| format!("cannot start the backend's thread: {e}"))?;
+        let certified = started.recv().map_err(|_| "the backend failed to start".to_string())?;
+        Ok(Self { certified, jobs, broken: Arc::default() })
+    }
+
+    /// The root key (DER), which agents are given to verify certificates.
+    pub fn root_key(&self) -> Vec<u8> {
+        self.certified.keys.root_key_der()
+    }
+
+    /// The subnet ids, as the backend lists them.
+    pub fn subnet_ids(&self) -> Vec<Principal> {
+        self.certified.subnets.iter().map(|s| s.id).collect()
+    }
+
+    /// Runs `f` on the backend's thread, between rounds. `Err` once a job
+    /// has panicked there: the backend's state is unknown from then on.
+    pub(crate) async fn run<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut dyn Backend) -> R + Send + 'static,
+    ) -> Result<R, String> {
+        if let Some(why) = self.broken.lock().expect("not poisoned").clone() {
+            return Err(format!("the backend serves no more requests: it failed on an earlier one ({why})"));
+        }
+        let (answer, answered) = oneshot::channel();
+        let job: Job = Box::new(move |backend| {
+            let _ = answer.send(std::panic::catch_unwind(AssertUnwindSafe(|| f(backend))));
+        });
+        self.jobs.send(job).map_err(|_| "the backend's thread has ended".to_string())?;
+        match answered.await.map_err(|_| "the backend's thread has ended".to_string())? {
+            Ok(result) => Ok(result),
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a panic".into());
+                *self.broken.lock().expect("not poisoned") = Some(why.clone());
+                Err(format!("the backend failed: {why}; it serves no more requests, as its state is unknown"))
+            }
+        }
+    }
+
+    /// The wall clock the network validates with.
+    pub(crate) fn now(&self) -> u64 {
+        (self.certified.clock)()
+    }
+
+    /// The subnet that hosts `canister`.
+    pub(crate) fn subnet_of(&self, canister: Principal) -> Option<&Subnet> {
+        self.certified.subnets.iter().find(|s| s.hosts(canister))
+    }
+
+    /// The subnet with id `id`.
+    pub(crate) fn subnet(&self, id: Principal) -> Option<&Subnet> {
+        self.certified.subnets.iter().find(|s| s.id == id)
+    }
+}
+
+/// Moves the backend's time on to the clock's, as PocketIC's auto-progress
+/// does, and never back; returns the time.
+fn follow_clock(backend: &mut dyn Backend, clock: &Clock) -> u64 {
+    let time = backend.time().max(clock());
+    backend.advance_time_to(time);
+    time
+}
+
+/// The backend's thread: jobs in the order they come, and a certification
+/// of every subnet whenever the last is older than [`CERTIFY_IDLE_EVERY`].
+fn drive(backend: &mut dyn Backend, certified: &Certified, inbox: &mpsc::Receiver<Job>) {
+    let mut last = Instant::now();
+    loop {
+        match inbox.recv_timeout(CERTIFY_IDLE_EVERY.saturating_sub(last.elapsed())) {
+            Ok(job) => job(backend),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        if last.elapsed() >= CERTIFY_IDLE_EVERY {
+            let time = follow_clock(backend, &certified.clock);
+            for subnet in &certified.subnets {
+                subnet.certify(time, |_| {});
+            }
+            last = Instant::now();
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The routes of the IC's HTTP interface, in every version current agents
+//! use (agents do not fall back from one version to another).
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use candid::Principal;
+use ic_transport_types::{
+    EnvelopeContent, NodeSignature, QueryResponse, ReadStateResponse, RejectResponse, ReplyResponse,
+};
+use serde::Serialize;
+
+use crate::auth::{self, Authenticated};
+use crate::cbor::{self, Cbor, HttpError};
+use crate::certification::Path as TreePath;
+use crate::network::Network;
+
+/// The replica's `max_request_size_bytes`.
+const MAX_REQUEST_BYTES: usize = 5 * 1024 * 1024;
+/// The replica's limits on a `read_state` request's paths.
+const MAX_PATHS: usize = 1000;
+const MAX_LABELS_PER_PATH: usize = 127;
+
+/// The interface's routes over `network`.
+///
+/// ```no_run
+/// # async fn serve(network: ic_http::Network) {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+/// axum::serve(listener, ic_http::router(network)).await.unwrap();
+/// # }
+/// ```
+pub fn router(network: Network) -> Router {
+    Router::new()
+        .route("/api/v2/status", get(status))
+        .route("/api/{version}/canister/{effective}/query", post(query))
+        .route("/api/{version}/canister/{effective}/read_state", post(read_canister_state))
+        .route("/api/{version}/subnet/{subnet}/read_state", post(read_subnet_state))
+        .fallback(|| async { HttpError::not_found("Endpoint not found.") })
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .with_state(network)
+}
+
+/// The versions of `query` and `read_state` agents use: ic-agent 0.49
+/// (icp-cli) v3, ic-agent 0.44 (dfx) v2.
+fn read_version(version: &str) -> Result<u8, HttpError> {
+    match version {
+        "v2" => Ok(2),
+        "v3" => Ok(3),
+        _ => Err(HttpError::not_found("Endpoint not found.")),
+    }
+}
+
+fn principal(text: &str) -> Result<Principal, HttpError> {
+    Principal::from_text(text)
+        .map_err(|e| HttpError::bad_request(format!("Could not parse principal ID: {e}")))
+}
+
+/// `/api/v2/status`: the root key, and what answers.
+async fn status(State(network): State<Network>) -> Response {
+    #[derive(Serialize)]
+    struct Status {
+        ic_api_version: &'static str,
+        #[serde(with = "serde_bytes")]
+        root_key: Vec<u8>,
+        impl_version: String,
+        replica_health_status: &'static str,
+        certified_height: u64,
+    }
+    let certified = &network.certified;
+    Cbor(Status {
+        ic_api_version: "0.18.0",
+        root_key: network.root_key(),
+        impl_version: certified.description.clone(),
+        replica_health_status: "healthy",
+        certified_height: certified.subnets.iter().map(|s| s.certified_height()).min().unwrap_or(0),
+    })
+    .into_response()
+}
+
+/// Decodes and authenticates a request, as the replica does before it
+/// looks at what is asked.
+fn authenticated(network: &Network, headers: &HeaderMap, body: &Bytes) -> Result<Authenticated, HttpError> {
+    let envelope = cbor::envelope(headers, body)?;
+    auth::authenticate(envelope, network.now()).map_err(HttpError::bad_request)
+}
+
+async fn query(
+    State(network): State<Network>,
+    Path((version, effective)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, HttpError> {
+    read_version(&version)?;
+    let effective = principal(&effective)?;
+    let request = authenticated(&network, &headers, &body)?;
+    let request_id = request.content.to_request_id();
+    let EnvelopeContent::Query { sender, canister_id, method_name, arg, .. } = request.content else {
+        return Err(HttpError::bad_request("Malformed request: the endpoint takes a query"));
+    };
+    if canister_id != Principal::management_canister() && canister_id != effective {
+        return Err(HttpError::bad_request(format!(
+            "Specified CanisterId {canister_id} does not match effective canister id in URL {effective}"
+        )));
+    }
+    let subnet = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
+    let result = network
+        .run(move |backend| backend.query(canister_id, sender, &method_name, arg))
+        .await
+        .map_err(HttpError::internal)?;
+    let timestamp = subnet.certified_time();
+    let unsigned = match result {
+        Ok(arg) => QueryResponse::Replied { reply: ReplyResponse { arg }, signatures: vec![] },
+        Err(reject) => QueryResponse::Rejected {
+            reject: RejectResponse {
+                reject_code: reject.code,
+                reject_message: reject.message,
+                error_code: Some(reject.error_code),
+            },
+            signatures: vec![],
+        },
+    };
+    let signature = subnet.node_key.sign_message(&unsigned.signable(request_id, timestamp)).to_vec();
+    let signatures = vec![NodeSignature { timestamp, signature, identity: subnet.node_id }];
+    let signed = match unsigned {
+        QueryResponse::Replied { reply, .. } => QueryResponse::Replied { reply, signatures },
+        QueryResponse::Rejected { reject, .. } => QueryResponse::Rejected { reject, signatures },
+    };
+    Ok(Cbor(signed).into_response())
+}
+
+fn not_hosted(canister: Principal) -> HttpError {
+    HttpError::bad_request(format!(
+        "No subnet of this network hosts the effective canister id {canister}: it lies in no subnet's canister ranges"
+    ))
+}
+
+/// The paths of a `read_state` request, checked as the replica checks
+/// them. `effective` is the canister the URL names, `None` on the subnet
+/// endpoint.
+fn paths(
+    content: EnvelopeContent,
+    effective: Option<Principal>,
+    version: u8,
+) -> Result<Vec<TreePath>, HttpError> {
+    let EnvelopeContent::ReadState { paths, .. } = content else {
+        return Err(HttpError::bad_request("Malformed request: the endpoint takes a read_state request"));
+    };
+    if paths.len() > MAX_PATHS {
+        return Err(HttpError::bad_request(format!(
+            "Malformed request: {} paths requested, at most {MAX_PATHS} are allowed",
+            paths.len()
+        )));
+    }
+    let paths: Vec<TreePath> = paths
+        .into_iter()
+        .map(|path| path.into_iter().map(|label| label.as_bytes().to_vec()).collect())
+        .collect();
+    let mut request_id = None;
+    for path in &paths {
+        if path.len() > MAX_LABELS_PER_PATH {
+            return Err(HttpError::bad_request(format!(
+                "Malformed request: a path has {} labels, at most {MAX_LABELS_PER_PATH} are allowed",
+                path.len()
+            )));
+        }
+        let labels: Vec<&[u8]> = path.iter().map(Vec::as_slice).collect();
+        let allowed = match (effective, labels.as_slice()) {
+            (_, [b"time"]) => true,
+            (_, [b"subnet", ..]) if labels.len() <= 5 => {
+                subnet_path(&labels, effective.is_none() || version == 2)
+            }
+            (_, [b"api_boundary_nodes", ..]) => true,
+            (None, [b"canister_ranges", _]) => true,
+            (Some(effective), [b"canister", canister, rest @ ..]) => {
+                let canister = Principal::try_from_slice(canister)
+                    .map_err(|e| HttpError::bad_request(format!("Could not parse principal ID: {e}")))?;
+                if canister != effective {
+                    return Err(HttpError::bad_request(format!(
+                        "Effective principal id in URL {effective} does not match requested principal id: {canister}."
+                    )));
+                }
+                matches!(rest, [b"controllers"] | [b"module_hash"] | [b"metadata", _])
+            }
+            (Some(_), [b"request_status", id, rest @ ..]) => {
+                if id.len() != 32 {
+                    return Err(HttpError::bad_request(
+                        "Invalid request id in paths. Maybe the request ID is not of 32 bytes in length?!",
+                    ));
+                }
+                match request_id.replace(*id) {
+                    Some(other) if other != *id => {
+                        return Err(HttpError::bad_request(format!(
+                            "More than one non-unique request ID exists in request_status paths: {} and {}.",
+                            hex::encode(other),
+                            hex::encode(id)
+                        )));
+                    }
+                    _ => {}
+                }
+                matches!(
+                    rest,
+                    [] | [b"status"] | [b"reply"] | [b"reject_code"] | [b"reject_message"] | [b"error_code"]
+                )
+            }
+            _ => false,
+        };
+        if !allowed {
+            return Err(HttpError::not_found("Invalid path requested."));
+        }
+    }
+    Ok(paths)
+}
+
+/// `/subnet`, `/subnet/<id>`, `/subnet/<id>/{public_key,type,node}`,
+/// `/subnet/<id>/node/<id>[/public_key]`, and `canister_ranges` where the
+/// replica serves it (subnet endpoints, and v2 of the canister endpoint).
+fn subnet_path(labels: &[&[u8]], ranges_allowed: bool) -> bool {
+    match labels {
+        [_] | [_, _] => true,
+        [_, _, b"public_key" | b"type" | b"node"] => true,
+        [_, _, b"canister_ranges"] => ranges_allowed,
+        [_, _, b"node", _] | [_, _, b"node", _, b"public_key"] => true,
+        _ => false,
+    }
+}
+
+async fn read_canister_state(
+    State(network): State<Network>,
+    Path((version, effective)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, HttpError> {
+    let version = read_version(&version)?;
+    let effective = principal(&effective)?;
+    let request = authenticated(&network, &headers, &body)?;
+    let paths = paths(request.content, Some(effective), version)?;
+    let subnet = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
+    Ok(Cbor(ReadStateResponse { certificate: subnet.certificate(&paths) }).into_response())
+}
+
+async fn read_subnet_state(
+    State(network): State<Network>,
+    Path((version, subnet)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, HttpError> {
+    let version = read_version(&version)?;
+    let id = principal(&subnet)?;
+    let request = authenticated(&network, &headers, &body)?;
+    let paths = paths(request.content, None, version)?;
+    let subnet = network.subnet(id).ok_or_else(|| HttpError {
+        status: StatusCode::NOT_FOUND,
+        message: format!("Subnet {id} is not part of this network."),
+    })?;
+    Ok(Cbor(ReadStateResponse { certificate: subnet.certificate(&paths) }).into_response())
+}

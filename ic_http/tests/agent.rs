@@ -1,0 +1,340 @@
+//! The interface as ic-agent 0.49.1 (icp-cli's agent) sees it: its own
+//! verifier checks every certificate and query signature. The backend here
+//! is a small echo engine, so that these tests are about the protocol; the
+//! simulator behind the same interface is tested in `multi_subnet`.
+
+use candid::Principal;
+use ic_agent::agent::{RejectCode, RequestStatusResponse};
+use ic_agent::identity::{
+    AnonymousIdentity, BasicIdentity, DelegatedIdentity, Prime256v1Identity, Secp256k1Identity,
+};
+use ic_agent::{Agent, AgentError, Identity, RequestId};
+use ic_http::{Backend, Keys, Network, Options, Reject, SubnetRanges};
+use ic_transport_types::{Delegation, Envelope, EnvelopeContent, SignedDelegation};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A canister id as the IC makes them: a number, then the class bytes.
+fn canister(n: u64) -> Principal {
+    Principal::from_slice(&[&n.to_be_bytes()[..], &[1, 1]].concat())
+}
+
+fn subnet(n: u8) -> Principal {
+    Principal::from_slice(&[n; 29])
+}
+
+/// Two subnets of 1000 canisters each. `echo` replies with its argument,
+/// `whoami` with the sender; every other method is missing.
+struct Echo {
+    time: u64,
+}
+
+impl Backend for Echo {
+    fn description(&self) -> String {
+        "an echo backend for ic_http's tests".into()
+    }
+
+    fn subnets(&self) -> Vec<SubnetRanges> {
+        vec![
+            SubnetRanges { id: subnet(1), ranges: vec![(canister(0), canister(999))] },
+            SubnetRanges { id: subnet(2), ranges: vec![(canister(1000), canister(1999))] },
+        ]
+    }
+
+    fn time(&self) -> u64 {
+        self.time
+    }
+
+    fn advance_time_to(&mut self, ns: u64) {
+        self.time = self.time.max(ns);
+    }
+
+    fn query(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Vec<u8>, Reject> {
+        match method {
+            "echo" => Ok(arg),
+            "whoami" => Ok(sender.as_slice().to_vec()),
+            _ => Err(Reject {
+                code: ic_transport_types::RejectCode::CanisterError,
+                message: format!("Canister {canister} has no query method '{method}'"),
+                error_code: "IC0536".into(),
+            }),
+        }
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// Serves a network on 127.0.0.1 and returns its URL.
+async fn serve(options: Options) -> (String, Network) {
+    let network = Network::start(|| Box::new(Echo { time: 0 }), options).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = ic_http::router(network.clone());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (url, network)
+}
+
+async fn agent(url: &str, identity: impl Identity + 'static) -> Agent {
+    let agent = Agent::builder().with_url(url).with_identity(identity).build().unwrap();
+    agent.fetch_root_key().await.unwrap();
+    agent
+}
+
+#[tokio::test]
+async fn status_serves_the_root_key_its_seed_derives() {
+    let (url, network) = serve(Options { seed: 7, ..Options::default() }).await;
+    let agent = agent(&url, AnonymousIdentity).await;
+    assert_eq!(agent.read_root_key(), Keys::from_seed(7).root_key_der());
+    assert_eq!(network.root_key(), Keys::from_seed(7).root_key_der());
+    assert_ne!(Keys::from_seed(7).root_key_der(), Keys::from_seed(8).root_key_der());
+}
+
+#[tokio::test]
+async fn certificates_verify_for_the_canisters_their_subnet_hosts_only() {
+    let (url, _network) = serve(Options::default()).await;
+    let agent = agent(&url, AnonymousIdentity).await;
+    let on_subnet_2 = canister(1500);
+    let certificate = agent.read_state_raw(vec![vec!["time".into()]], on_subnet_2).await.unwrap();
+    assert!(agent.verify(&certificate, on_subnet_2).is_ok());
+    let delegation = certificate.delegation.as_ref().expect("a subnet's certificate is delegated");
+    assert_eq!(delegation.subnet_id, subnet(2).as_slice());
+    assert!(
+        matches!(agent.verify(&certificate, canister(5)), Err(AgentError::CertificateNotAuthorized())),
+        "subnet 2's certificate must not speak for subnet 1's canister"
+    );
+}
+
+#[tokio::test]
+async fn subnets_are_found_by_id_and_by_canister() {
+    let (url, _network) = serve(Options::default()).await;
+    let agent = agent(&url, AnonymousIdentity).await;
+    let by_id = agent.fetch_subnet_by_id(&subnet(2)).await.unwrap();
+    assert!(by_id.contains_canister(&canister(1000)) && by_id.contains_canister(&canister(1999)));
+    assert!(!by_id.contains_canister(&canister(999)));
+    let by_canister = agent.fetch_subnet_by_canister(&canister(3)).await.unwrap();
+    assert_eq!(by_canister.id(), subnet(1));
+    assert_eq!(by_canister.iter_node_keys().count(), 1);
+}
+
+#[tokio::test]
+async fn queries_are_signed_by_a_node_of_the_canisters_subnet() {
+    let (url, _network) = serve(Options::default()).await;
+    let identities: Vec<Box<dyn Identity>> = vec![
+        Box::new(AnonymousIdentity),
+        Box::new(BasicIdentity::from_raw_key(&[3; 32])),
+        Box::new(Secp256k1Identity::from_private_key(k256::SecretKey::from_slice(&[4; 32]).unwrap())),
+        Box::new(Prime256v1Identity::from_private_key(p256::SecretKey::from_slice(&[5; 32]).unwrap())),
+    ];
+    for identity in identities {
+        let sender = identity.sender().unwrap();
+        let agent = Agent::builder().with_url(&url).with_boxed_identity(identity).build().unwrap();
+        agent.fetch_root_key().await.unwrap();
+        let echoed = agent.query(&canister(1200), "echo").with_arg(b"hi".to_vec()).call().await.unwrap();
+        assert_eq!(echoed, b"hi");
+        let who = agent.query(&canister(7), "whoami").call().await.unwrap();
+        assert_eq!(Principal::from_slice(&who), sender, "the query runs as its signer");
+    }
+}
+
+#[tokio::test]
+async fn a_missing_method_is_an_uncertified_reject_with_the_replicas_codes() {
+    let (url, _network) = serve(Options::default()).await;
+    let agent = agent(&url, AnonymousIdentity).await;
+    match agent.query(&canister(1), "nothing").call().await {
+        Err(AgentError::UncertifiedReject { reject, .. }) => {
+            assert_eq!(reject.reject_code, RejectCode::CanisterError);
+            assert_eq!(reject.error_code.as_deref(), Some("IC0536"));
+            assert!(
+                reject.reject_message.contains("has no query method 'nothing'"),
+                "{}",
+                reject.reject_message
+            );
+        }
+        other => panic!("expected a reject, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_request_status_is_unknown() {
+    let (url, _network) = serve(Options::default()).await;
+    let agent = agent(&url, AnonymousIdentity).await;
+    let (status, _certificate) =
+        agent.request_status_raw(&RequestId::new(&[9; 32]), canister(1)).await.unwrap();
+    assert!(matches!(status, RequestStatusResponse::Unknown), "{status:?}");
+}
+
+#[tokio::test]
+async fn a_certificate_older_than_the_agents_expiry_is_refused() {
+    let behind: ic_http::Options =
+        Options { clock: Arc::new(|| now() - 300_000_000_000), ..Options::default() };
+    let (url, _network) = serve(behind).await;
+    let agent = agent(&url, AnonymousIdentity).await;
+    let read = agent.read_state_raw(vec![vec!["time".into()]], canister(1)).await;
+    assert!(matches!(read, Err(AgentError::CertificateOutdated(_))), "{read:?}");
+}
+
+#[tokio::test]
+async fn a_delegation_speaks_for_its_signer_within_its_targets() {
+    let (url, _network) = serve(Options::default()).await;
+    let signer = BasicIdentity::from_raw_key(&[6; 32]);
+    let session = BasicIdentity::from_raw_key(&[7; 32]);
+    let delegation = Delegation {
+        pubkey: session.public_key().unwrap(),
+        expiration: now() + 3_600_000_000_000,
+        targets: Some(vec![canister(8)]),
+        permissions: None,
+    };
+    let signature = signer.sign_delegation(&delegation).unwrap().signature.unwrap();
+    let chain = vec![SignedDelegation { delegation, signature }];
+    let delegated = DelegatedIdentity::new_unchecked(signer.public_key().unwrap(), Box::new(session), chain);
+    let agent = agent(&url, delegated).await;
+    let who = agent.query(&canister(8), "whoami").call().await.unwrap();
+    assert_eq!(Principal::from_slice(&who), signer.sender().unwrap());
+    match agent.query(&canister(9), "whoami").call().await {
+        Err(AgentError::HttpError(e)) => {
+            assert_eq!(e.status, 400);
+            let text = String::from_utf8_lossy(&e.content);
+            assert!(text.contains("is not one of the delegation targets"), "{text}");
+        }
+        other => panic!("a canister outside the targets must be refused, got {other:?}"),
+    }
+}
+
+/// A query envelope for `canister(1)`'s `echo`, signed by `key` for `sender`.
+fn query_envelope(
+    key: &ic_ed25519::PrivateKey,
+    sender: Principal,
+    expiry: u64,
+    forge_signature: bool,
+) -> Vec<u8> {
+    let content = EnvelopeContent::Query {
+        ingress_expiry: expiry,
+        sender,
+        canister_id: canister(1),
+        method_name: "echo".into(),
+        arg: vec![],
+        nonce: None,
+        sender_info: None,
+    };
+    let mut signature = key.sign_message(&content.to_request_id().signable()).to_vec();
+    if forge_signature {
+        signature[0] ^= 1;
+    }
+    Envelope {
+        content: std::borrow::Cow::Owned(content),
+        sender_pubkey: Some(key.public_key().serialize_rfc8410_der()),
+        sender_sig: Some(signature),
+        sender_delegation: None,
+    }
+    .encode_bytes()
+}
+
+#[tokio::test]
+async fn bad_requests_get_the_replicas_errors_and_the_server_keeps_serving() {
+    let (url, _network) = serve(Options::default()).await;
+    let http = reqwest::Client::new();
+    let key = ic_ed25519::PrivateKey::generate_from_seed(&[1; 32]);
+    let me = Principal::self_authenticating(key.public_key().serialize_rfc8410_der());
+    let fresh = now() + 120_000_000_000;
+    let query_url = format!("{url}/api/v3/canister/{}/query", canister(1));
+    // What is sent, where, as what; the status and text expected.
+    type Case = (&'static str, String, Vec<u8>, &'static str, u16, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            "a wrong content type",
+            query_url.clone(),
+            vec![],
+            "text/plain",
+            400,
+            "Unexpected content-type, expected application/cbor.",
+        ),
+        (
+            "malformed CBOR",
+            query_url.clone(),
+            vec![0xff, 0x00],
+            "application/cbor",
+            400,
+            "Failed to deserialize cbor request",
+        ),
+        (
+            "a forged sender",
+            query_url.clone(),
+            query_envelope(&key, canister(77), fresh, false),
+            "application/cbor",
+            400,
+            "does not match the public key",
+        ),
+        (
+            "a bad signature",
+            query_url.clone(),
+            query_envelope(&key, me, fresh, true),
+            "application/cbor",
+            400,
+            "Invalid signature",
+        ),
+        (
+            "an expired request",
+            query_url.clone(),
+            query_envelope(&key, me, now() - 1_000_000_000, false),
+            "application/cbor",
+            400,
+            "Invalid request expiry",
+        ),
+        (
+            "an expiry too far ahead",
+            query_url.clone(),
+            query_envelope(&key, me, now() + 400_000_000_000, false),
+            "application/cbor",
+            400,
+            "Invalid request expiry",
+        ),
+        (
+            "another canister than the URL's",
+            format!("{url}/api/v3/canister/{}/query", canister(2)),
+            query_envelope(&key, me, fresh, false),
+            "application/cbor",
+            400,
+            "does not match effective canister id in URL",
+        ),
+        ("an oversized body", query_url.clone(), vec![0; 6 << 20], "application/cbor", 413, ""),
+        (
+            "an unknown endpoint",
+            format!("{url}/api/v9/nothing"),
+            vec![],
+            "application/cbor",
+            404,
+            "Endpoint not found.",
+        ),
+    ];
+    for (what, url_, body, content_type, status, text) in cases {
+        let response = http.post(&url_).header("content-type", content_type).body(body).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{what}");
+        let body = response.text().await.unwrap();
+        assert!(body.contains(text), "{what}: {body}");
+        let still = http.get(format!("{url}/api/v2/status")).send().await.unwrap();
+        assert_eq!(still.status().as_u16(), 200, "the server still serves after {what}");
+    }
+    let good = http
+        .post(&query_url)
+        .header("content-type", "application/cbor")
+        .body(query_envelope(&key, me, fresh, false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(good.status().as_u16(), 200, "the same envelope, well signed, is answered");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_root_key_and_others_another() {
+    let keys = Keys::from_seed(0);
+    assert_eq!(keys.root_key_der(), Keys::from_seed(0).root_key_der());
+    assert_ne!(keys.root_key_der(), Keys::from_seed(1).root_key_der());
+}
