@@ -29,8 +29,7 @@
 //! in `call_data_append`, one over 2 MiB to another subnet is rejected with
 //! `CANISTER_ERROR`, a reply over 2 MiB traps), no dropping of best-effort
 //! messages under load, no scheduling priorities, heartbeats, composite queries or
-//! management canister calls. The README's "Simulator" section has the
-//! details.
+//! management canister calls. `docs/simulator.md` has the details.
 //!
 //! ```
 //! use candid::Principal;
