@@ -21,9 +21,11 @@ const CANISTER_SIGNATURE_OID: [u8; 12] =
 /// Domain separator of a signed request id (`RequestId::signable`).
 const REQUEST_DOMAIN: &[u8] = b"\x0Aic-request";
 
-/// An authenticated request.
+/// An authenticated request, and the canisters its delegations let it
+/// reach (`None`: all).
 pub(crate) struct Authenticated {
     pub content: EnvelopeContent,
+    pub targets: Option<BTreeSet<Principal>>,
 }
 
 /// Checks what the replica checks of every request before it executes or
@@ -81,7 +83,7 @@ pub(crate) fn authenticate(envelope: Envelope<'_>, now: u64) -> Result<Authentic
     {
         return Err(format!("Canister '{canister_id}' is not one of the delegation targets."));
     }
-    Ok(Authenticated { content })
+    Ok(Authenticated { content, targets })
 }
 
 fn check_expiry(expiry: u64, now: u64) -> Result<(), String> {

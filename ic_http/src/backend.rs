@@ -40,6 +40,29 @@ pub trait Backend {
     /// Moves the engine's time on to `ns` (never back).
     fn advance_time_to(&mut self, ns: u64);
 
+    /// Submits an ingress message to `canister` (the management canister's
+    /// calls are routed by `effective`, the canister the URL names). `Ok` is
+    /// the ticket its outcome is read by; `Err` is a refusal before
+    /// execution (the replica's non-replicated rejection).
+    fn submit(
+        &mut self,
+        effective: Principal,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<u64, Reject>;
+
+    /// The outcome of the message `ticket` names; `None` while it runs.
+    fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>>;
+
+    /// Whether a round would do anything (a message to execute, a call in
+    /// flight). An idle network runs a round only now and then.
+    fn has_work(&self) -> bool;
+
+    /// Executes one round on every subnet.
+    fn tick(&mut self);
+
     /// Executes a query on the latest state.
     fn query(
         &mut self,

@@ -15,6 +15,7 @@ mod auth;
 mod backend;
 mod cbor;
 mod certification;
+mod ingress;
 mod keys;
 mod network;
 mod routes;

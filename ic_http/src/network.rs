@@ -4,18 +4,19 @@
 use candid::Principal;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::backend::Backend;
 use crate::certification::{self, Subnet};
+use crate::ingress::{self, Requests};
 use crate::keys::Keys;
 
-/// An idle network still certifies a new `/time` this often, so that its
-/// certificates stay fresh for the agents (icp-cli refuses one older than
-/// 240 s; dfx one whose time is ahead of its clock).
-const CERTIFY_IDLE_EVERY: Duration = Duration::from_millis(500);
+/// An idle network still runs a round (timers fire) and certifies a new
+/// `/time` this often, so that its certificates stay fresh for the agents
+/// (icp-cli refuses one older than 240 s; dfx one ahead of its clock).
+const IDLE_ROUND_EVERY: Duration = Duration::from_millis(500);
 
 /// The wall clock in ns since the epoch, as the validator and the agents read it.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -49,6 +50,9 @@ pub(crate) struct Certified {
     pub subnets: Vec<Subnet>,
     pub description: String,
     pub clock: Clock,
+    pub requests: Mutex<Requests>,
+    /// Rounds certified so far: a handler waiting for an outcome watches it.
+    pub rounds: watch::Sender<u64>,
 }
 
 /// A network served over one backend; clones share it. The backend's
@@ -90,6 +94,8 @@ impl Network {
                     subnets: certification::subnets(&Keys::from_seed(options.seed), &backend.subnets(), time),
                     description: backend.description(),
                     clock,
+                    requests: Mutex::default(),
+                    rounds: watch::Sender::new(0),
                 });
                 if ready.send(certified.clone()).is_err() {
                     return;
@@ -139,14 +145,30 @@ impl Network {
         }
     }
 
+    /// The ingress messages the network remembers.
+    pub(crate) fn requests(&self) -> MutexGuard<'_, Requests> {
+        self.certified.requests.lock().expect("not poisoned")
+    }
+
+    /// How many ingress messages the network remembers (each is forgotten
+    /// once its expiry has passed).
+    pub fn remembered_requests(&self) -> usize {
+        self.requests().len()
+    }
+
     /// The wall clock the network validates with.
     pub(crate) fn now(&self) -> u64 {
         (self.certified.clock)()
     }
 
-    /// The subnet that hosts `canister`.
-    pub(crate) fn subnet_of(&self, canister: Principal) -> Option<&Subnet> {
-        self.certified.subnets.iter().find(|s| s.hosts(canister))
+    /// The subnet that hosts `canister`, and its index.
+    pub(crate) fn subnet_of(&self, canister: Principal) -> Option<(usize, &Subnet)> {
+        self.certified.subnets.iter().enumerate().find(|(_, s)| s.hosts(canister))
+    }
+
+    /// The subnet at `index`.
+    pub(crate) fn subnet_at(&self, index: usize) -> &Subnet {
+        &self.certified.subnets[index]
     }
 
     /// The subnet with id `id`.
@@ -163,22 +185,46 @@ fn follow_clock(backend: &mut dyn Backend, clock: &Clock) -> u64 {
     time
 }
 
-/// The backend's thread: jobs in the order they come, and a certification
-/// of every subnet whenever the last is older than [`CERTIFY_IDLE_EVERY`].
+/// The backend's thread: jobs in the order they come, and rounds: one
+/// after another while there is work, and one every [`IDLE_ROUND_EVERY`]
+/// when there is none.
 fn drive(backend: &mut dyn Backend, certified: &Certified, inbox: &mpsc::Receiver<Job>) {
     let mut last = Instant::now();
     loop {
-        match inbox.recv_timeout(CERTIFY_IDLE_EVERY.saturating_sub(last.elapsed())) {
-            Ok(job) => job(backend),
+        let busy = backend.has_work() || certified.requests.lock().expect("not poisoned").any_running();
+        let wait = if busy { Duration::ZERO } else { IDLE_ROUND_EVERY.saturating_sub(last.elapsed()) };
+        match inbox.recv_timeout(wait) {
+            Ok(job) => {
+                job(backend);
+                // Whatever else has come runs before the round, as the
+                // replica inducts a block of messages at once.
+                while let Ok(job) = inbox.try_recv() {
+                    job(backend);
+                }
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        if last.elapsed() >= CERTIFY_IDLE_EVERY {
-            let time = follow_clock(backend, &certified.clock);
-            for subnet in &certified.subnets {
-                subnet.certify(time, |_| {});
-            }
+        let busy = backend.has_work() || certified.requests.lock().expect("not poisoned").any_running();
+        if busy || last.elapsed() >= IDLE_ROUND_EVERY {
+            round(backend, certified);
             last = Instant::now();
         }
     }
+}
+
+/// One round: time follows the clock, every subnet executes, and each
+/// certifies its new state with the outcomes the round produced.
+fn round(backend: &mut dyn Backend, certified: &Certified) {
+    let time = follow_clock(backend, &certified.clock);
+    backend.tick();
+    let edits = certified.requests.lock().expect("not poisoned").round(
+        certified.subnets.len(),
+        (certified.clock)(),
+        |ticket| backend.outcome(ticket),
+    );
+    for (subnet, edits) in certified.subnets.iter().zip(edits) {
+        subnet.certify(time, |tree| ingress::apply(tree, edits));
+    }
+    certified.rounds.send_modify(|rounds| *rounds += 1);
 }

@@ -10,8 +10,10 @@ use axum::routing::{get, post};
 use candid::Principal;
 use ic_transport_types::{
     EnvelopeContent, NodeSignature, QueryResponse, ReadStateResponse, RejectResponse, ReplyResponse,
+    RequestId, TransportCallResponse,
 };
 use serde::Serialize;
+use std::time::Duration;
 
 use crate::auth::{self, Authenticated};
 use crate::cbor::{self, Cbor, HttpError};
@@ -20,6 +22,12 @@ use crate::network::Network;
 
 /// The replica's `max_request_size_bytes`.
 const MAX_REQUEST_BYTES: usize = 5 * 1024 * 1024;
+/// The replica's `max_ingress_bytes_per_message` on application subnets.
+const MAX_INGRESS_BYTES: usize = 2 * 1024 * 1024;
+/// How long a synchronous call waits for its outcome to be certified
+/// (`ingress_message_certificate_timeout_seconds`) before it answers 202
+/// and the agent polls.
+const SYNC_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The replica's limits on a `read_state` request's paths.
 const MAX_PATHS: usize = 1000;
 const MAX_LABELS_PER_PATH: usize = 127;
@@ -35,6 +43,7 @@ const MAX_LABELS_PER_PATH: usize = 127;
 pub fn router(network: Network) -> Router {
     Router::new()
         .route("/api/v2/status", get(status))
+        .route("/api/{version}/canister/{effective}/call", post(call))
         .route("/api/{version}/canister/{effective}/query", post(query))
         .route("/api/{version}/canister/{effective}/read_state", post(read_canister_state))
         .route("/api/{version}/subnet/{subnet}/read_state", post(read_subnet_state))
@@ -105,7 +114,7 @@ async fn query(
             "Specified CanisterId {canister_id} does not match effective canister id in URL {effective}"
         )));
     }
-    let subnet = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
+    let (_, subnet) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
     let result = network
         .run(move |backend| backend.query(canister_id, sender, &method_name, arg))
         .await
@@ -139,12 +148,12 @@ fn not_hosted(canister: Principal) -> HttpError {
 
 /// The paths of a `read_state` request, checked as the replica checks
 /// them. `effective` is the canister the URL names, `None` on the subnet
-/// endpoint.
+/// endpoint. Also returns the request id whose status is asked, if any.
 fn paths(
     content: EnvelopeContent,
     effective: Option<Principal>,
     version: u8,
-) -> Result<Vec<TreePath>, HttpError> {
+) -> Result<(Vec<TreePath>, Option<[u8; 32]>), HttpError> {
     let EnvelopeContent::ReadState { paths, .. } = content else {
         return Err(HttpError::bad_request("Malformed request: the endpoint takes a read_state request"));
     };
@@ -190,8 +199,9 @@ fn paths(
                         "Invalid request id in paths. Maybe the request ID is not of 32 bytes in length?!",
                     ));
                 }
-                match request_id.replace(*id) {
-                    Some(other) if other != *id => {
+                let id: [u8; 32] = (*id).try_into().expect("32 bytes, checked");
+                match request_id.replace(id) {
+                    Some(other) if other != id => {
                         return Err(HttpError::bad_request(format!(
                             "More than one non-unique request ID exists in request_status paths: {} and {}.",
                             hex::encode(other),
@@ -211,7 +221,7 @@ fn paths(
             return Err(HttpError::not_found("Invalid path requested."));
         }
     }
-    Ok(paths)
+    Ok((paths, request_id))
 }
 
 /// `/subnet`, `/subnet/<id>`, `/subnet/<id>/{public_key,type,node}`,
@@ -236,8 +246,22 @@ async fn read_canister_state(
     let version = read_version(&version)?;
     let effective = principal(&effective)?;
     let request = authenticated(&network, &headers, &body)?;
-    let paths = paths(request.content, Some(effective), version)?;
-    let subnet = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
+    let reader = *request.content.sender();
+    let (paths, request_id) = paths(request.content, Some(effective), version)?;
+    if let Some(id) = request_id
+        && let Some(sent) = network.requests().get(&RequestId::new(&id))
+    {
+        let forbidden = |message: &str| HttpError { status: StatusCode::FORBIDDEN, message: message.into() };
+        if sent.sender != reader {
+            return Err(forbidden("The user tries to access Request ID not signed by the caller."));
+        }
+        if request.targets.is_some_and(|targets| !targets.contains(&sent.canister)) {
+            return Err(forbidden(
+                "The user tries to access request IDs not belonging to sender delegation targets.",
+            ));
+        }
+    }
+    let (_, subnet) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
     Ok(Cbor(ReadStateResponse { certificate: subnet.certificate(&paths) }).into_response())
 }
 
@@ -250,10 +274,114 @@ async fn read_subnet_state(
     let version = read_version(&version)?;
     let id = principal(&subnet)?;
     let request = authenticated(&network, &headers, &body)?;
-    let paths = paths(request.content, None, version)?;
+    let (paths, _) = paths(request.content, None, version)?;
     let subnet = network.subnet(id).ok_or_else(|| HttpError {
         status: StatusCode::NOT_FOUND,
         message: format!("Subnet {id} is not part of this network."),
     })?;
     Ok(Cbor(ReadStateResponse { certificate: subnet.certificate(&paths) }).into_response())
+}
+
+/// `call`: v2 answers 202 at once and the agent polls; v3 and v4 wait for
+/// the certified outcome (v4's certificate format is v3's here: the
+/// delegation carries both canister-range formats).
+async fn call(
+    State(network): State<Network>,
+    Path((version, effective)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, HttpError> {
+    let synchronous = match version.as_str() {
+        "v2" => false,
+        "v3" | "v4" => true,
+        _ => return Err(HttpError::not_found("Endpoint not found.")),
+    };
+    let effective = principal(&effective)?;
+    let envelope = cbor::envelope(&headers, &body)?;
+    let EnvelopeContent::Call { canister_id, method_name, arg, .. } = envelope.content.as_ref() else {
+        return Err(HttpError::bad_request(
+            "Could not parse body as call message: the endpoint takes a call",
+        ));
+    };
+    if *canister_id != Principal::management_canister() && *canister_id != effective {
+        return Err(HttpError::bad_request(format!(
+            "Specified CanisterId {canister_id} does not match effective canister id in URL {effective}"
+        )));
+    }
+    let size = arg.len() + method_name.len();
+    if size > MAX_INGRESS_BYTES {
+        return Err(HttpError {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            message: format!(
+                "Request {} is too large. Message byte size {size} is larger than the max allowed {MAX_INGRESS_BYTES}.",
+                envelope.content.to_request_id()
+            ),
+        });
+    }
+    let request = auth::authenticate(envelope, network.now()).map_err(HttpError::bad_request)?;
+    let id = request.content.to_request_id();
+    let (subnet, _) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
+    if let Err(reject) = submit(&network, id, request.content, effective, subnet).await? {
+        let reject = RejectResponse {
+            reject_code: reject.code,
+            reject_message: reject.message,
+            error_code: Some(reject.error_code),
+        };
+        return Ok(if synchronous {
+            Cbor(TransportCallResponse::NonReplicatedRejection(reject)).into_response()
+        } else {
+            Cbor(reject).into_response()
+        });
+    }
+    if !synchronous || !certified_within(&network, &id, SYNC_CALL_TIMEOUT).await {
+        let text = if synchronous {
+            "Message did not complete execution and certification within the replica defined timeout."
+        } else {
+            ""
+        };
+        return Ok((StatusCode::ACCEPTED, text).into_response());
+    }
+    let path = vec![b"request_status".to_vec(), id.as_slice().to_vec()];
+    let certificate = network.subnet_at(subnet).certificate(&[path]);
+    Ok(Cbor(TransportCallResponse::Replied { certificate }).into_response())
+}
+
+/// Hands the message to the backend, unless it has it already (a request
+/// id executes once, however often it is submitted).
+async fn submit(
+    network: &Network,
+    id: RequestId,
+    content: EnvelopeContent,
+    effective: Principal,
+    subnet: usize,
+) -> Result<Result<(), crate::Reject>, HttpError> {
+    let EnvelopeContent::Call { sender, canister_id, method_name, arg, ingress_expiry, .. } = content else {
+        unreachable!("checked by the caller: a call");
+    };
+    let shared = network.clone();
+    network
+        .run(move |backend| {
+            if shared.requests().get(&id).is_some() {
+                return Ok(());
+            }
+            let ticket = backend.submit(effective, canister_id, sender, &method_name, arg)?;
+            shared.requests().insert(id, sender, canister_id, subnet, ingress_expiry, ticket);
+            Ok(())
+        })
+        .await
+        .map_err(HttpError::internal)
+}
+
+/// Waits until a round has certified the message's outcome, at most `timeout`.
+async fn certified_within(network: &Network, id: &RequestId, timeout: Duration) -> bool {
+    let mut rounds = network.certified.rounds.subscribe();
+    let wait = async {
+        while !network.requests().is_done(id) {
+            if rounds.changed().await.is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(timeout, wait).await.unwrap_or(false)
 }

@@ -24,9 +24,25 @@ fn subnet(n: u8) -> Principal {
 }
 
 /// Two subnets of 1000 canisters each. `echo` replies with its argument,
-/// `whoami` with the sender; every other method is missing.
+/// `whoami` with the sender, the update `count` with how many times it has
+/// executed; every other method is missing. An update executes in the
+/// round after it is submitted.
+#[derive(Default)]
 struct Echo {
     time: u64,
+    count: u64,
+    messages: Vec<Message>,
+}
+
+/// A message submitted: to, from, method, argument, and its outcome once executed.
+type Message = (Principal, Principal, String, Vec<u8>, Option<Result<Vec<u8>, Reject>>);
+
+fn missing(canister: Principal, kind: &str, method: &str) -> Reject {
+    Reject {
+        code: ic_transport_types::RejectCode::CanisterError,
+        message: format!("Canister {canister} has no {kind} method '{method}'"),
+        error_code: "IC0536".into(),
+    }
 }
 
 impl Backend for Echo {
@@ -59,11 +75,44 @@ impl Backend for Echo {
         match method {
             "echo" => Ok(arg),
             "whoami" => Ok(sender.as_slice().to_vec()),
-            _ => Err(Reject {
-                code: ic_transport_types::RejectCode::CanisterError,
-                message: format!("Canister {canister} has no query method '{method}'"),
-                error_code: "IC0536".into(),
-            }),
+            _ => Err(missing(canister, "query", method)),
+        }
+    }
+
+    fn submit(
+        &mut self,
+        _effective: Principal,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<u64, Reject> {
+        if canister == Principal::management_canister() {
+            return Err(missing(canister, "update", method));
+        }
+        self.messages.push((canister, sender, method.into(), arg, None));
+        Ok(self.messages.len() as u64 - 1)
+    }
+
+    fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
+        self.messages[ticket as usize].4.clone()
+    }
+
+    fn has_work(&self) -> bool {
+        self.messages.iter().any(|m| m.4.is_none())
+    }
+
+    fn tick(&mut self) {
+        for (canister, sender, method, arg, outcome) in self.messages.iter_mut().filter(|m| m.4.is_none()) {
+            *outcome = Some(match method.as_str() {
+                "echo" => Ok(std::mem::take(arg)),
+                "whoami" => Ok(sender.as_slice().to_vec()),
+                "count" => {
+                    self.count += 1;
+                    Ok(self.count.to_be_bytes().to_vec())
+                }
+                _ => Err(missing(*canister, "update", method)),
+            });
         }
     }
 }
@@ -74,7 +123,7 @@ fn now() -> u64 {
 
 /// Serves a network on 127.0.0.1 and returns its URL.
 async fn serve(options: Options) -> (String, Network) {
-    let network = Network::start(|| Box::new(Echo { time: 0 }), options).unwrap();
+    let network = Network::start(|| Box::<Echo>::default(), options).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let router = ic_http::router(network.clone());
@@ -337,4 +386,139 @@ fn the_same_seed_gives_the_same_root_key_and_others_another() {
     let keys = Keys::from_seed(0);
     assert_eq!(keys.root_key_der(), Keys::from_seed(0).root_key_der());
     assert_ne!(keys.root_key_der(), Keys::from_seed(1).root_key_der());
+}
+
+#[tokio::test]
+async fn updates_are_answered_with_certified_replies_for_every_kind_of_key() {
+    let (url, _network) = serve(Options::default()).await;
+    let identities: Vec<Box<dyn Identity>> = vec![
+        Box::new(AnonymousIdentity),
+        Box::new(BasicIdentity::from_raw_key(&[3; 32])),
+        Box::new(Secp256k1Identity::from_private_key(k256::SecretKey::from_slice(&[4; 32]).unwrap())),
+        Box::new(Prime256v1Identity::from_private_key(p256::SecretKey::from_slice(&[5; 32]).unwrap())),
+    ];
+    for identity in identities {
+        let sender = identity.sender().unwrap();
+        let agent = Agent::builder().with_url(&url).with_boxed_identity(identity).build().unwrap();
+        agent.fetch_root_key().await.unwrap();
+        let who = agent.update(&canister(1500), "whoami").call_and_wait().await.unwrap();
+        assert_eq!(Principal::from_slice(&who), sender, "the update runs as its signer");
+    }
+}
+
+#[tokio::test]
+async fn a_canisters_reject_is_certified() {
+    let (url, _network) = serve(Options::default()).await;
+    let agent = agent(&url, AnonymousIdentity).await;
+    match agent.update(&canister(2), "nothing").call_and_wait().await {
+        Err(AgentError::CertifiedReject { reject, .. }) => {
+            assert_eq!(reject.reject_code, RejectCode::CanisterError);
+            assert_eq!(reject.error_code.as_deref(), Some("IC0536"));
+        }
+        other => panic!("expected a certified reject, got {other:?}"),
+    }
+    match agent
+        .update(&Principal::management_canister(), "nothing")
+        .with_effective_canister_id(canister(2))
+        .call_and_wait()
+        .await
+    {
+        Err(AgentError::UncertifiedReject { reject, .. }) => {
+            assert_eq!(reject.error_code.as_deref(), Some("IC0536"), "refused before execution");
+        }
+        other => panic!("expected a non-replicated rejection, got {other:?}"),
+    }
+}
+
+/// A call envelope for `count` on `canister(1)`, signed by `key`.
+fn count_envelope(key: &ic_ed25519::PrivateKey, nonce: u8) -> (RequestId, Vec<u8>) {
+    let content = EnvelopeContent::Call {
+        nonce: Some(vec![nonce]),
+        ingress_expiry: now() + 120_000_000_000,
+        sender: Principal::self_authenticating(key.public_key().serialize_rfc8410_der()),
+        canister_id: canister(1),
+        method_name: "count".into(),
+        arg: vec![],
+        sender_info: None,
+    };
+    let signature = key.sign_message(&content.to_request_id().signable()).to_vec();
+    let id = content.to_request_id();
+    let envelope = Envelope {
+        content: std::borrow::Cow::Owned(content),
+        sender_pubkey: Some(key.public_key().serialize_rfc8410_der()),
+        sender_sig: Some(signature),
+        sender_delegation: None,
+    };
+    (id, envelope.encode_bytes())
+}
+
+#[tokio::test]
+async fn a_request_submitted_twice_executes_once_and_only_its_sender_reads_its_status() {
+    let (url, network) = serve(Options::default()).await;
+    let http = reqwest::Client::new();
+    let key = ic_ed25519::PrivateKey::deserialize_raw_32(&[11; 32]);
+    let (id, envelope) = count_envelope(&key, 1);
+    for version in ["v2", "v3", "v4", "v2"] {
+        let response = http
+            .post(format!("{url}/api/{version}/canister/{}/call", canister(1)))
+            .header("content-type", "application/cbor")
+            .body(envelope.clone())
+            .send()
+            .await
+            .unwrap();
+        assert!([200, 202].contains(&response.status().as_u16()), "{version}: {}", response.status());
+    }
+    let sender = agent(&url, BasicIdentity::from_raw_key(&[11; 32])).await;
+    let (status, _) = sender.request_status_raw(&id, canister(1)).await.unwrap();
+    match status {
+        RequestStatusResponse::Replied(reply) => {
+            assert_eq!(reply.arg, 1u64.to_be_bytes(), "the first execution")
+        }
+        other => panic!("expected a reply, got {other:?}"),
+    }
+    let (_, envelope) = count_envelope(&key, 2);
+    let response = http
+        .post(format!("{url}/api/v3/canister/{}/call", canister(1)))
+        .header("content-type", "application/cbor")
+        .body(envelope)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let second = sender.update(&canister(1), "count").call_and_wait().await.unwrap();
+    assert_eq!(second, 3u64.to_be_bytes(), "four submissions of one request id executed once");
+    let stranger = agent(&url, BasicIdentity::from_raw_key(&[12; 32])).await;
+    match stranger.request_status_raw(&id, canister(1)).await {
+        Err(AgentError::HttpError(e)) => assert_eq!(e.status, 403),
+        other => panic!("another sender must not read the status, got {other:?}"),
+    }
+    assert_eq!(network.remembered_requests(), 3);
+}
+
+#[tokio::test]
+async fn many_agents_at_once_get_exactly_one_outcome_per_call() {
+    let (url, _network) = serve(Options::default()).await;
+    let calls = (0..64u8).map(|n| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let agent = agent(&url, BasicIdentity::from_raw_key(&[n; 32])).await;
+            let mut counts = vec![];
+            for _ in 0..4 {
+                let count = agent.update(&canister(1), "count").call_and_wait().await.unwrap();
+                counts.push(u64::from_be_bytes(count.try_into().unwrap()));
+            }
+            counts
+        })
+    });
+    let mut counts: Vec<u64> = futures_join(calls).await.into_iter().flatten().collect();
+    counts.sort_unstable();
+    assert_eq!(counts, (1..=256).collect::<Vec<u64>>(), "each call executed once and answered once");
+}
+
+async fn futures_join<T>(handles: impl Iterator<Item = tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut results = vec![];
+    for handle in handles.collect::<Vec<_>>() {
+        results.push(handle.await.unwrap());
+    }
+    results
 }

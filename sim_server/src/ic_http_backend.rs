@@ -4,6 +4,7 @@ use candid::Principal;
 use ic_http::{Backend, Reject, SubnetRanges};
 use ic_transport_types::RejectCode;
 use pocket_ic::RejectResponse;
+use pocket_ic::common::rest::RawEffectivePrincipal;
 
 use crate::instance::Instance;
 use crate::topology;
@@ -45,6 +46,40 @@ impl Backend for Instance {
     fn advance_time_to(&mut self, ns: u64) {
         let now = self.sim.time();
         self.sim.advance_time(ns.saturating_sub(now));
+    }
+
+    fn submit(
+        &mut self,
+        effective: Principal,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<u64, Reject> {
+        let effective = RawEffectivePrincipal::CanisterId(effective.as_slice().to_vec());
+        match self.submit_as(&effective, canister, sender, method, arg) {
+            Ok(submitted) => submitted.map_err(reject),
+            // The URL's effective canister id routes the call; one that
+            // names no canister is refused before execution.
+            Err(error) => Err(Reject {
+                code: RejectCode::DestinationInvalid,
+                message: error.message,
+                error_code: "IC0301".into(),
+            }),
+        }
+    }
+
+    fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
+        Instance::outcome(self, ticket).map(|result| result.map_err(reject))
+    }
+
+    fn has_work(&self) -> bool {
+        let outstanding = self.sim.outstanding();
+        outstanding.ingress > 0 || outstanding.messages > 0 || outstanding.calls_in_flight > 0
+    }
+
+    fn tick(&mut self) {
+        self.sim.tick();
     }
 
     fn query(

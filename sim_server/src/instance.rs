@@ -76,25 +76,55 @@ impl Instance {
     ) -> Result<Result<RawMessageId, RejectResponse>, ApiError> {
         let sender = principal(&call.sender, "sender")?;
         let canister = principal(&call.canister_id, "canister id")?;
+        let index =
+            match self.submit_as(&call.effective_principal, canister, sender, &call.method, call.payload)? {
+                Ok(index) => index,
+                Err(reject) => return Ok(Err(reject)),
+            };
+        let message_id = index.to_be_bytes().to_vec();
+        Ok(Ok(RawMessageId { effective_principal: call.effective_principal, message_id }))
+    }
+
+    /// An ingress message from `sender`. `Ok(Ok)` is its index, which
+    /// [`outcome`](Self::outcome) takes; `Ok(Err)` when the IC refuses it.
+    pub fn submit_as(
+        &mut self,
+        effective: &RawEffectivePrincipal,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Result<u64, RejectResponse>, ApiError> {
         let outcome = if canister == Principal::management_canister() {
-            let result =
-                management::call(self, &call.effective_principal, sender, &call.method, &call.payload)?;
-            Outcome::Done(result)
+            Outcome::Done(management::call(self, effective, sender, method, &arg)?)
         } else {
-            check_effective(&call.effective_principal, canister)?;
-            match self.sim.submit_call(canister, sender, &call.method, call.payload) {
+            check_effective(effective, canister)?;
+            match self.sim.submit_call(canister, sender, method, arg) {
                 Ok(id) => Outcome::InSim(id),
                 Err(reject) => return Ok(Err(errors::from_sim_reject(reject))),
             }
         };
         self.messages.push(Message { sender, outcome });
-        let message_id = (self.messages.len() as u64 - 1).to_be_bytes().to_vec();
-        Ok(Ok(RawMessageId { effective_principal: call.effective_principal, message_id }))
+        Ok(Ok(self.messages.len() as u64 - 1))
     }
 
-    fn message(&self, id: &RawMessageId) -> Option<&Message> {
-        let index = u64::from_be_bytes(id.message_id.as_slice().try_into().ok()?);
+    fn index(id: &RawMessageId) -> Option<u64> {
+        Some(u64::from_be_bytes(id.message_id.as_slice().try_into().ok()?))
+    }
+
+    fn message(&self, index: u64) -> Option<&Message> {
         self.messages.get(usize::try_from(index).ok()?)
+    }
+
+    /// The outcome of the message at `index`; `None` while it runs (or if
+    /// there is none).
+    pub fn outcome(&self, index: u64) -> Option<CallResult> {
+        match &self.message(index)?.outcome {
+            Outcome::Done(result) => Some(result.clone()),
+            Outcome::InSim(id) => {
+                self.sim.ingress_status(*id).map(|outcome| outcome.map_err(errors::from_sim_reject))
+            }
+        }
     }
 
     /// `None` while the message is being processed (or is unknown, as PocketIC says).
@@ -104,21 +134,17 @@ impl Instance {
         id: &RawMessageId,
         caller: Option<Principal>,
     ) -> Result<Option<CallResult>, Principal> {
-        let Some(message) = self.message(id) else { return Ok(None) };
+        let Some(index) = Self::index(id) else { return Ok(None) };
+        let Some(message) = self.message(index) else { return Ok(None) };
         if caller.is_some_and(|caller| caller != message.sender) {
             return Err(message.sender);
         }
-        Ok(match &message.outcome {
-            Outcome::Done(result) => Some(result.clone()),
-            Outcome::InSim(id) => {
-                self.sim.ingress_status(*id).map(|outcome| outcome.map_err(errors::from_sim_reject))
-            }
-        })
+        Ok(self.outcome(index))
     }
 
     /// `update/await_ingress_message`: rounds until the answer, at most [`AWAIT_ROUNDS`].
     pub fn await_message(&mut self, id: &RawMessageId) -> Result<CallResult, ApiError> {
-        if self.message(id).is_none() {
+        if Self::index(id).and_then(|index| self.message(index)).is_none() {
             return Err(ApiError::bad_request(format!("BadIngressMessage(unknown message id {id:?})")));
         }
         for round in 0..=AWAIT_ROUNDS {
