@@ -89,15 +89,15 @@ fn a_seed_gives_the_same_table_in_another_process() {
 }
 
 #[test]
-fn the_readme_chaos_table_is_regenerated_identically() {
+fn the_docs_chaos_table_is_regenerated_identically() {
     use clap::Parser;
     use multi_subnet::cli::{Cli, Command};
     const BEGIN: &str = "<!-- chaos-table: ";
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let start = readme.find(BEGIN).expect("the README marks its chaos table");
-    let (marker, rest) = readme[start + BEGIN.len()..].split_once(" -->\n").unwrap();
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/chaos.md")).unwrap();
+    let start = page.find(BEGIN).expect("docs/chaos.md marks its chaos table");
+    let (marker, rest) = page[start + BEGIN.len()..].split_once(" -->\n").unwrap();
     let table = &rest[..rest.find("<!-- /chaos-table -->").expect("the table ends")];
-    assert!(readme.contains(&format!("cargo run --release -- chaos {marker} --format markdown")));
+    assert!(page.contains(&format!("cargo run --release -- chaos {marker} --format markdown")));
     let args = ["multi_subnet", "chaos"].into_iter().chain(marker.split_whitespace());
     let Some(Command::Chaos(args)) = Cli::try_parse_from(args).unwrap().command else {
         panic!("not chaos: {marker}");
@@ -105,6 +105,6 @@ fn the_readme_chaos_table_is_regenerated_identically() {
     assert_eq!(
         table,
         matrix(&args.faults, args.seeds).render(Format::Markdown),
-        "README chaos table is stale"
+        "the chaos table of docs/chaos.md is stale"
     );
 }
