@@ -1,5 +1,5 @@
 //! Instructions per ping of the caller and of the callee, as the simulator
-//! counts them, for the strategies the README's batching advice compares:
+//! counts them, for the strategies docs/strategies.md's batching advice compares:
 //! `cargo run --release --example instructions_per_ping`.
 //!
 //! The caller's figure is what its own `performance_counter` reports for

@@ -262,7 +262,7 @@ impl SweepReport {
         out
     }
 
-    /// The tables that depend on nothing but the model (the README's).
+    /// The tables that depend on nothing but the model (docs/strategies.md's).
     pub fn markdown_deterministic(&self) -> String {
         let mut tables = vec![];
         for topology in self.topologies() {
