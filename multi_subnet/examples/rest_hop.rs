@@ -4,7 +4,7 @@
 //! of their wall times (the calls only, not the deployment), and what one
 //! bare request through the pocket-ic client costs (each round of the
 //! harness makes two: a tick and an ingress status).
-//! The README gives the command and the figures.
+//! docs/pocket-ic-offline.md gives the command and the figures.
 
 use interface::Strategy;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
