@@ -24,6 +24,18 @@ pub struct Reject {
     pub error_code: String,
 }
 
+/// What the state tree shows of a canister (`/canister/<id>/...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CanisterState {
+    /// Its controllers.
+    pub controllers: Vec<Principal>,
+    /// The sha256 of its module, once installed.
+    pub module_hash: Option<Vec<u8>>,
+    /// Its metadata sections: `(name, public, content)`. Only controllers
+    /// may read a private one.
+    pub metadata: Vec<(String, bool, Vec<u8>)>,
+}
+
 /// The engine the interface serves: it owns the canisters and runs the
 /// rounds. It is driven from one thread, so it need not be `Send`.
 pub trait Backend {
@@ -59,6 +71,13 @@ pub trait Backend {
     /// Whether a round would do anything (a message to execute, a call in
     /// flight). An idle network runs a round only now and then.
     fn has_work(&self) -> bool;
+
+    /// The canisters created, installed, changed or deleted since the last
+    /// call: their entries in the state tree are written anew.
+    fn take_changed_canisters(&mut self) -> Vec<Principal>;
+
+    /// What the state tree shows of `canister`; `None` if there is none.
+    fn canister(&self, canister: Principal) -> Option<CanisterState>;
 
     /// Executes one round on every subnet.
     fn tick(&mut self);

@@ -20,7 +20,7 @@ mod keys;
 mod network;
 mod routes;
 
-pub use backend::{Backend, Reject, SubnetRanges};
+pub use backend::{Backend, CanisterState, Reject, SubnetRanges};
 pub use keys::Keys;
 pub use network::{Network, Options};
 pub use routes::router;

@@ -2,13 +2,14 @@
 //! state, and the round that certifies it.
 
 use candid::Principal;
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{oneshot, watch};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, CanisterState};
 use crate::certification::{self, Subnet};
 use crate::ingress::{self, Requests};
 use crate::keys::Keys;
@@ -53,6 +54,8 @@ pub(crate) struct Certified {
     pub requests: Mutex<Requests>,
     /// Rounds certified so far: a handler waiting for an outcome watches it.
     pub rounds: watch::Sender<u64>,
+    /// Per canister, who may read its private metadata.
+    pub readers: Mutex<HashMap<Principal, Readers>>,
 }
 
 /// A network served over one backend; clones share it. The backend's
@@ -96,6 +99,7 @@ impl Network {
                     clock,
                     requests: Mutex::default(),
                     rounds: watch::Sender::new(0),
+                    readers: Mutex::default(),
                 });
                 if ready.send(certified.clone()).is_err() {
                     return;
@@ -177,6 +181,43 @@ impl Network {
     }
 }
 
+/// `/canister/<id>/{controllers,module_hash,metadata/<name>}`, written anew
+/// (a deleted canister's are deleted).
+fn canister_entries(canister: Principal, state: Option<&CanisterState>) -> ingress::Edits {
+    let at = |labels: &[&[u8]]| {
+        [&[b"canister".as_slice(), canister.as_slice()][..], labels]
+            .concat()
+            .iter()
+            .map(|l| l.to_vec())
+            .collect()
+    };
+    let mut edits = vec![(at(&[]), None)];
+    if let Some(state) = state {
+        edits.push((at(&[b"controllers"]), Some(certification::to_cbor(&state.controllers))));
+        if let Some(hash) = &state.module_hash {
+            edits.push((at(&[b"module_hash"]), Some(hash.clone())));
+        }
+        for (name, _, content) in &state.metadata {
+            edits.push((at(&[b"metadata", name.as_bytes()]), Some(content.clone())));
+        }
+    }
+    edits
+}
+
+/// Who may read a canister's private metadata: its controllers.
+pub(crate) struct Readers {
+    pub controllers: Vec<Principal>,
+    pub private: Vec<String>,
+}
+
+impl Readers {
+    fn of(state: CanisterState) -> Self {
+        let private =
+            state.metadata.into_iter().filter(|(_, public, _)| !public).map(|(name, ..)| name).collect();
+        Self { controllers: state.controllers, private }
+    }
+}
+
 /// Moves the backend's time on to the clock's, as PocketIC's auto-progress
 /// does, and never back; returns the time.
 fn follow_clock(backend: &mut dyn Backend, clock: &Clock) -> u64 {
@@ -218,11 +259,22 @@ fn drive(backend: &mut dyn Backend, certified: &Certified, inbox: &mpsc::Receive
 fn round(backend: &mut dyn Backend, certified: &Certified) {
     let time = follow_clock(backend, &certified.clock);
     backend.tick();
-    let edits = certified.requests.lock().expect("not poisoned").round(
+    let mut edits = certified.requests.lock().expect("not poisoned").round(
         certified.subnets.len(),
         (certified.clock)(),
         |ticket| backend.outcome(ticket),
     );
+    let mut readers = certified.readers.lock().expect("not poisoned");
+    for canister in backend.take_changed_canisters() {
+        let Some(subnet) = certified.subnets.iter().position(|s| s.hosts(canister)) else { continue };
+        let state = backend.canister(canister);
+        edits[subnet].extend(canister_entries(canister, state.as_ref()));
+        match state {
+            Some(state) => readers.insert(canister, Readers::of(state)),
+            None => readers.remove(&canister),
+        };
+    }
+    drop(readers);
     for (subnet, edits) in certified.subnets.iter().zip(edits) {
         subnet.certify(time, |tree| ingress::apply(tree, edits));
     }

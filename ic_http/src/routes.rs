@@ -261,6 +261,22 @@ async fn read_canister_state(
             ));
         }
     }
+    for path in &paths {
+        if let [_, _, metadata, name] = path.as_slice()
+            && metadata == b"metadata"
+            && let Some(readers) = network.certified.readers.lock().expect("not poisoned").get(&effective)
+            && readers.private.iter().any(|private| private.as_bytes() == name.as_slice())
+            && !readers.controllers.contains(&reader)
+        {
+            return Err(HttpError {
+                status: StatusCode::FORBIDDEN,
+                message: format!(
+                    "Custom section {:.100} can only be requested by the controllers of the canister.",
+                    String::from_utf8_lossy(name)
+                ),
+            });
+        }
+    }
     let (_, subnet) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
     Ok(Cbor(ReadStateResponse { certificate: subnet.certificate(&paths) }).into_response())
 }

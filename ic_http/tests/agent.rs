@@ -102,6 +102,14 @@ impl Backend for Echo {
         self.messages.iter().any(|m| m.4.is_none())
     }
 
+    fn take_changed_canisters(&mut self) -> Vec<Principal> {
+        vec![]
+    }
+
+    fn canister(&self, _: Principal) -> Option<ic_http::CanisterState> {
+        None
+    }
+
     fn tick(&mut self) {
         for (canister, sender, method, arg, outcome) in self.messages.iter_mut().filter(|m| m.4.is_none()) {
             *outcome = Some(match method.as_str() {

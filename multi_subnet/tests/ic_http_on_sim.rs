@@ -22,7 +22,7 @@ async fn network(subnets: usize, controller: Principal) -> (String, Principal, P
         sim.install_canister(caller, &wasms.caller, Encode!().unwrap(), controller).unwrap();
         sim.install_canister(callee, &wasms.callee, Encode!().unwrap(), controller).unwrap();
         ids.send((caller, callee)).unwrap();
-        sim_server::ic_http_backend(sim)
+        sim_server::ic_http_backend(sim).unwrap()
     };
     let network = Network::start(make, Options::default()).unwrap();
     let (caller, callee) = made.recv().unwrap();

@@ -1,13 +1,13 @@
 //! The simulator as the backend of the IC's HTTP interface (`ic_http`).
 
 use candid::Principal;
-use ic_http::{Backend, Reject, SubnetRanges};
+use ic_http::{Backend, CanisterState, Reject, SubnetRanges};
 use ic_transport_types::RejectCode;
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::RawEffectivePrincipal;
 
 use crate::instance::Instance;
-use crate::topology;
+use crate::{system_canisters, topology};
 
 /// What `/api/v2/status` says answers.
 pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm) behind the IC's HTTP interface; not the replica";
@@ -20,9 +20,20 @@ fn reject(r: RejectResponse) -> Reject {
     Reject { code, message: r.reject_message, error_code: r.error_code.to_string() }
 }
 
-/// The simulator `sim` as the backend of an `ic_http::Network`.
-pub fn backend(sim: sim::Sim) -> Box<dyn Backend> {
-    Box::new(Instance::new(sim))
+/// The simulator `sim` as the backend of an `ic_http::Network`, with the
+/// stand-ins for the system canisters icp-cli calls. Their ids are the
+/// IC's: the cycles minting canister's lies in the first subnet's range,
+/// so `sim` must not have assigned it to a canister of its own.
+pub fn backend(mut sim: sim::Sim) -> Result<Box<dyn Backend>, String> {
+    if sim.cycle_balance(system_canisters::CYCLES_MINTING_CANISTER).is_ok() {
+        return Err(format!(
+            "the simulator has a canister with the cycles minting canister's id {}: create the network's simulator with no canisters, or fewer than {} on its first subnet",
+            system_canisters::CYCLES_MINTING_CANISTER,
+            system_canisters::RESERVED_IDS
+        ));
+    }
+    sim.reserve_canister_ids(0, system_canisters::RESERVED_IDS).map_err(|e| e.to_string())?;
+    Ok(Box::new(Instance::new(sim)))
 }
 
 impl Backend for Instance {
@@ -35,8 +46,18 @@ impl Backend for Instance {
             let range = topology::canister_range(index);
             (Principal::from(range.start), Principal::from(range.end))
         };
-        let subnets = self.sim.subnets().into_iter().enumerate();
-        subnets.map(|(index, id)| SubnetRanges { id, ranges: vec![ranges(index)] }).collect()
+        let mut subnets: Vec<SubnetRanges> = self
+            .sim
+            .subnets()
+            .into_iter()
+            .enumerate()
+            .map(|(index, id)| SubnetRanges { id, ranges: vec![ranges(index)] })
+            .collect();
+        // The cycles ledger's id lies outside every range the simulator
+        // assigns: the first subnet hosts it, as one of the IC's does.
+        let ledger = system_canisters::CYCLES_LEDGER;
+        subnets[0].ranges.push((ledger, ledger));
+        subnets
     }
 
     fn time(&self) -> u64 {
@@ -56,6 +77,9 @@ impl Backend for Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<u64, Reject> {
+        if let Some(result) = system_canisters::update(self, canister, sender, method, &arg) {
+            return Ok(self.answered(sender, result));
+        }
         let effective = RawEffectivePrincipal::CanisterId(effective.as_slice().to_vec());
         match self.submit_as(&effective, canister, sender, method, arg) {
             Ok(submitted) => submitted.map_err(reject),
@@ -78,6 +102,19 @@ impl Backend for Instance {
         outstanding.ingress > 0 || outstanding.messages > 0 || outstanding.calls_in_flight > 0
     }
 
+    fn take_changed_canisters(&mut self) -> Vec<Principal> {
+        std::mem::take(&mut self.changed).into_iter().collect()
+    }
+
+    fn canister(&self, canister: Principal) -> Option<CanisterState> {
+        let info = self.canisters.get(&canister)?;
+        Some(CanisterState {
+            controllers: info.controllers.clone(),
+            module_hash: info.module_hash.clone(),
+            metadata: info.metadata.iter().map(|m| (m.name.clone(), m.public, m.content.clone())).collect(),
+        })
+    }
+
     fn tick(&mut self) {
         self.sim.tick();
     }
@@ -89,6 +126,10 @@ impl Backend for Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
-        self.query_as(canister, sender, method, arg).map_err(reject)
+        let result = match system_canisters::query(self, canister, method) {
+            Some(result) => result,
+            None => self.query_as(canister, sender, method, arg),
+        };
+        result.map_err(reject)
     }
 }

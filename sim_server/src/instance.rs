@@ -6,7 +6,7 @@ use ic_management_canister_types::CanisterStatusType;
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{RawEffectivePrincipal, RawMessageId, Topology};
 use sim::Sim;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::errors::{self, ApiError};
 use crate::{management, topology};
@@ -22,6 +22,31 @@ pub struct CanisterInfo {
     pub controllers: Vec<Principal>,
     pub module_hash: Option<Vec<u8>>,
     pub status: CanisterStatusType,
+    /// The module's `icp:public` and `icp:private` custom sections.
+    pub metadata: Vec<Metadata>,
+    /// The chunk store, by each chunk's sha256.
+    pub chunks: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl CanisterInfo {
+    pub fn new(subnet: Principal, controllers: Vec<Principal>) -> Self {
+        Self {
+            subnet,
+            controllers,
+            module_hash: None,
+            status: CanisterStatusType::Running,
+            metadata: vec![],
+            chunks: BTreeMap::new(),
+        }
+    }
+}
+
+/// A custom section a module declares as metadata (`icp:public <name>` or
+/// `icp:private <name>`).
+pub struct Metadata {
+    pub name: String,
+    pub public: bool,
+    pub content: Vec<u8>,
 }
 
 enum Outcome {
@@ -40,6 +65,9 @@ pub struct Instance {
     pub sim: Sim,
     pub canisters: BTreeMap<Principal, CanisterInfo>,
     messages: Vec<Message>,
+    /// Canisters created, installed or deleted since the IC HTTP interface
+    /// last certified them.
+    pub changed: BTreeSet<Principal>,
 }
 
 fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
@@ -48,7 +76,7 @@ fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
 
 impl Instance {
     pub fn new(sim: Sim) -> Self {
-        Self { sim, canisters: BTreeMap::new(), messages: vec![] }
+        Self { sim, canisters: BTreeMap::new(), messages: vec![], changed: BTreeSet::new() }
     }
 
     pub fn topology(&self) -> Topology {
@@ -106,6 +134,13 @@ impl Instance {
         };
         self.messages.push(Message { sender, outcome });
         Ok(Ok(self.messages.len() as u64 - 1))
+    }
+
+    /// An ingress message answered when it was submitted (by a stand-in
+    /// for a system canister); returns its index.
+    pub fn answered(&mut self, sender: Principal, result: CallResult) -> u64 {
+        self.messages.push(Message { sender, outcome: Outcome::Done(result) });
+        self.messages.len() as u64 - 1
     }
 
     fn index(id: &RawMessageId) -> Option<u64> {

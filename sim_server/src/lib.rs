@@ -11,6 +11,7 @@ mod instance;
 mod instances;
 mod management;
 mod server;
+mod system_canisters;
 mod topology;
 
 pub use ic_http_backend::{DESCRIPTION as IC_HTTP_DESCRIPTION, backend as ic_http_backend};

@@ -4,8 +4,8 @@
 use candid::{CandidType, Decode, Nat, Principal};
 use ic_management_canister_types::{
     CanisterIdRecord, CanisterInstallMode, CanisterSettings, CanisterStatusResult, CanisterStatusType,
-    DefiniteCanisterSettings, InstallCodeArgs, MemoryMetrics, ProvisionalCreateCanisterWithCyclesArgs,
-    QueryStats, UpdateSettingsArgs,
+    ChunkHash, DefiniteCanisterSettings, InstallChunkedCodeArgs, InstallCodeArgs, MemoryMetrics,
+    ProvisionalCreateCanisterWithCyclesArgs, QueryStats, UpdateSettingsArgs, UploadChunkArgs,
 };
 use pocket_ic::common::rest::RawEffectivePrincipal;
 use pocket_ic::{ErrorCode, RejectCode, RejectResponse};
@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use std::io::Read;
 
 use crate::errors::{self, ApiError};
-use crate::instance::{CallResult, CanisterInfo, Instance};
+use crate::instance::{CallResult, CanisterInfo, Instance, Metadata};
 
 /// Routes a management call. `Err` is an HTTP error (a bad effective
 /// principal), `Ok(Err)` the reject the call gets.
@@ -34,6 +34,23 @@ pub fn call(
         "install_code" => decode(arg, method).and_then(|args: InstallCodeArgs| {
             let canister = target(instance, effective, args.canister_id, sender, method)?;
             install(instance, canister, sender, args)
+        }),
+        "install_chunked_code" => decode(arg, method).and_then(|args: InstallChunkedCodeArgs| {
+            let canister = target(instance, effective, args.target_canister, sender, method)?;
+            install_chunked(instance, canister, sender, args)
+        }),
+        "upload_chunk" => decode(arg, method).and_then(|args: UploadChunkArgs| {
+            let canister = target(instance, effective, args.canister_id, sender, method)?;
+            upload_chunk(instance, canister, args.chunk)
+        }),
+        "stored_chunks" | "clear_chunk_store" => decode(arg, method).and_then(|args: CanisterIdRecord| {
+            let canister = target(instance, effective, args.canister_id, sender, method)?;
+            let chunks = &mut instance.canisters.get_mut(&canister).expect("checked by target").chunks;
+            if method == "clear_chunk_store" {
+                chunks.clear();
+                return reply(());
+            }
+            reply(chunks.keys().map(|hash| ChunkHash { hash: hash.clone() }).collect::<Vec<_>>())
         }),
         "update_settings" => decode(arg, method).and_then(|args: UpdateSettingsArgs| {
             let canister = target(instance, effective, args.canister_id, sender, method)?;
@@ -106,7 +123,7 @@ fn target(
 }
 
 /// `provisional_create_canister_with_cycles`, on the subnet the effective principal names.
-fn create(
+pub fn create(
     instance: &mut Instance,
     effective: &RawEffectivePrincipal,
     sender: Principal,
@@ -155,8 +172,8 @@ fn create(
         return Ok(Err(errors::from_sim_error(e)));
     }
     let subnet = instance.sim.subnets()[subnet];
-    let info = CanisterInfo { subnet, controllers, module_hash: None, status: CanisterStatusType::Running };
-    instance.canisters.insert(id, info);
+    instance.canisters.insert(id, CanisterInfo::new(subnet, controllers));
+    instance.changed.insert(id);
     Ok(reply(CanisterIdRecord { canister_id: id }))
 }
 
@@ -220,8 +237,105 @@ fn install(
         CanisterInstallMode::Upgrade(_) => instance.sim.upgrade_canister(canister, &wasm, args.arg, sender),
     };
     done.map_err(errors::from_sim_error)?;
-    instance.canisters.get_mut(&canister).expect("checked").module_hash = Some(hash);
+    let info = instance.canisters.get_mut(&canister).expect("checked");
+    info.module_hash = Some(hash);
+    info.metadata = metadata(&wasm);
+    instance.changed.insert(canister);
     reply(())
+}
+
+/// The module's metadata sections, as the replica reads them at install.
+fn metadata(wasm: &[u8]) -> Vec<Metadata> {
+    let sections = wasmparser::Parser::new(0).parse_all(wasm).filter_map(|payload| match payload {
+        Ok(wasmparser::Payload::CustomSection(section)) => Some(section),
+        _ => None,
+    });
+    let metadata = |section: wasmparser::CustomSectionReader<'_>| {
+        let (public, name) = match section.name().split_once(' ')? {
+            ("icp:public", name) => (true, name),
+            ("icp:private", name) => (false, name),
+            _ => return None,
+        };
+        Some(Metadata { name: name.to_string(), public, content: section.data().to_vec() })
+    };
+    sections.filter_map(metadata).collect()
+}
+
+/// The replica's chunk store limits: chunks of at most 1 MiB, and at most
+/// `WASM_CHUNK_STORE_MAX_SIZE` (100 MiB) in all.
+const MAX_CHUNK_BYTES: usize = 1024 * 1024;
+const MAX_CHUNKS: usize = 100;
+
+/// `upload_chunk`: the chunk, kept under its sha256.
+fn upload_chunk(instance: &mut Instance, canister: Principal, chunk: Vec<u8>) -> CallResult {
+    if chunk.len() > MAX_CHUNK_BYTES {
+        return Err(errors::reject(
+            RejectCode::CanisterReject,
+            ErrorCode::CanisterContractViolation,
+            format!("Wasm chunk size {} exceeds the maximum chunk size of {MAX_CHUNK_BYTES}", chunk.len()),
+        ));
+    }
+    let chunks = &mut instance.canisters.get_mut(&canister).expect("checked by target").chunks;
+    let hash = Sha256::digest(&chunk).to_vec();
+    if chunks.len() >= MAX_CHUNKS && !chunks.contains_key(&hash) {
+        return Err(errors::reject(
+            RejectCode::CanisterReject,
+            ErrorCode::CanisterOutOfMemory,
+            format!(
+                "Wasm chunk store of canister {canister} is full: it holds {MAX_CHUNKS} chunks; clear it with clear_chunk_store"
+            ),
+        ));
+    }
+    chunks.insert(hash.clone(), chunk);
+    reply(ChunkHash { hash })
+}
+
+/// `install_chunked_code`: the chunks, in the order listed, make the module.
+fn install_chunked(
+    instance: &mut Instance,
+    canister: Principal,
+    sender: Principal,
+    args: InstallChunkedCodeArgs,
+) -> CallResult {
+    let store = args.store_canister.unwrap_or(canister);
+    if store != canister {
+        return Err(errors::unsupported("install_chunked_code from another canister's chunk store"));
+    }
+    let chunks = &instance.canister(canister)?.chunks;
+    let mut wasm_module = vec![];
+    for ChunkHash { hash } in &args.chunk_hashes_list {
+        let chunk = chunks.get(hash).ok_or_else(|| {
+            errors::reject(
+                RejectCode::CanisterReject,
+                ErrorCode::CanisterContractViolation,
+                format!(
+                    "Error from Wasm chunk store: A chunk with hash {} was not found in the store",
+                    hex::encode(hash)
+                ),
+            )
+        })?;
+        wasm_module.extend_from_slice(chunk);
+    }
+    let hash = Sha256::digest(&wasm_module).to_vec();
+    if hash != args.wasm_module_hash {
+        return Err(errors::reject(
+            RejectCode::CanisterReject,
+            ErrorCode::CanisterContractViolation,
+            format!(
+                "Error from Wasm chunk store: Wasm module hash {} does not match given hash {}",
+                hex::encode(hash),
+                hex::encode(&args.wasm_module_hash)
+            ),
+        ));
+    }
+    let args = InstallCodeArgs {
+        mode: args.mode,
+        canister_id: canister,
+        wasm_module,
+        arg: args.arg,
+        sender_canister_version: args.sender_canister_version,
+    };
+    install(instance, canister, sender, args)
 }
 
 fn unpack(module: Vec<u8>) -> std::io::Result<Vec<u8>> {
@@ -273,6 +387,7 @@ fn lifecycle(instance: &mut Instance, canister: Principal, sender: Principal, me
             }
             instance.sim.delete_canister(canister, sender).map_err(errors::from_sim_error)?;
             instance.canisters.remove(&canister);
+            instance.changed.insert(canister);
             return reply(());
         }
         "canister_status" => return status(instance, canister),

@@ -143,6 +143,16 @@ impl Sim {
         Ok(id)
     }
 
+    /// From now on subnet `subnet` assigns no id numbered below `number`
+    /// (counting from the first of its range): on the IC, system canisters
+    /// hold the first ids of the first subnet's range.
+    pub fn reserve_canister_ids(&mut self, subnet: usize, number: u64) -> Result<(), SimError> {
+        let subnets = self.subnets.len();
+        let s = self.subnets.get_mut(subnet).ok_or(SimError::NoSuchSubnet { index: subnet, subnets })?;
+        s.next_canister = s.next_canister.max(number);
+        Ok(())
+    }
+
     /// Installs `wasm` and runs `canister_init(arg)`.
     pub fn install_canister(
         &mut self,
