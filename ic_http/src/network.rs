@@ -30,11 +30,15 @@ pub struct Options {
     /// The clock that validates ingress expiries and that the backend's
     /// time follows. Tests set it off the wall clock.
     pub clock: Clock,
+    /// `None`: rounds run one after another while there is work (the
+    /// fastest pace). `Some(d)`: one round every `d`, work or not, as a
+    /// subnet makes a block about every second on mainnet.
+    pub round_interval: Option<Duration>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { seed: 0, clock: Arc::new(wall_clock) }
+        Self { seed: 0, clock: Arc::new(wall_clock), round_interval: None }
     }
 }
 
@@ -104,7 +108,7 @@ impl Network {
                 if ready.send(certified.clone()).is_err() {
                     return;
                 }
-                drive(&mut *backend, &certified, &inbox);
+                drive(&mut *backend, &certified, &inbox, options.round_interval);
             })
             .map_err(|e| format!("cannot start the backend's thread: {e}"))?;
         let certified = started.recv().map_err(|_| "the backend failed to start".to_string())?;
@@ -227,13 +231,22 @@ fn follow_clock(backend: &mut dyn Backend, clock: &Clock) -> u64 {
 }
 
 /// The backend's thread: jobs in the order they come, and rounds: one
-/// after another while there is work, and one every [`IDLE_ROUND_EVERY`]
-/// when there is none.
-fn drive(backend: &mut dyn Backend, certified: &Certified, inbox: &mpsc::Receiver<Job>) {
+/// every `interval` if there is one; otherwise one after another while
+/// there is work, and one every [`IDLE_ROUND_EVERY`] when there is none.
+fn drive(
+    backend: &mut dyn Backend,
+    certified: &Certified,
+    inbox: &mpsc::Receiver<Job>,
+    interval: Option<Duration>,
+) {
+    let busy = |backend: &dyn Backend| {
+        interval.is_none()
+            && (backend.has_work() || certified.requests.lock().expect("not poisoned").any_running())
+    };
+    let pace = interval.unwrap_or(IDLE_ROUND_EVERY);
     let mut last = Instant::now();
     loop {
-        let busy = backend.has_work() || certified.requests.lock().expect("not poisoned").any_running();
-        let wait = if busy { Duration::ZERO } else { IDLE_ROUND_EVERY.saturating_sub(last.elapsed()) };
+        let wait = if busy(backend) { Duration::ZERO } else { pace.saturating_sub(last.elapsed()) };
         match inbox.recv_timeout(wait) {
             Ok(job) => {
                 job(backend);
@@ -246,10 +259,9 @@ fn drive(backend: &mut dyn Backend, certified: &Certified, inbox: &mpsc::Receive
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        let busy = backend.has_work() || certified.requests.lock().expect("not poisoned").any_running();
-        if busy || last.elapsed() >= IDLE_ROUND_EVERY {
-            round(backend, certified);
+        if busy(backend) || last.elapsed() >= pace {
             last = Instant::now();
+            round(backend, certified);
         }
     }
 }

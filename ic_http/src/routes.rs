@@ -401,3 +401,36 @@ async fn certified_within(network: &Network, id: &RequestId, timeout: Duration) 
     };
     tokio::time::timeout(timeout, wait).await.unwrap_or(false)
 }
+
+/// Serves `network` on 127.0.0.1:`port` (0: any free port) until the
+/// process ends. Once connections are accepted, `announce` is told the
+/// address and the port is written to `port_file`, which is created
+/// exclusively: `Ok(false)` at once if it exists (another server owns it).
+pub fn serve_forever(
+    network: Network,
+    port: u16,
+    port_file: Option<&std::path::Path>,
+    announce: impl FnOnce(std::net::SocketAddr),
+) -> std::io::Result<bool> {
+    use std::io::Write;
+    let port_file = match port_file {
+        Some(path) => match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(file) => Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(e),
+        },
+        None => None,
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let address = listener.local_addr()?;
+        announce(address);
+        if let Some(mut file) = port_file {
+            writeln!(file, "{}", address.port())?;
+            file.flush()?;
+        }
+        axum::serve(listener, router(network)).await
+    })?;
+    Ok(true)
+}

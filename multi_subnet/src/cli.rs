@@ -11,6 +11,7 @@ use crate::baseline::{Baseline, Comparison};
 use crate::chaos::{self, Fault};
 use crate::charts;
 use crate::engines::{Engine, EngineChoice, EngineFactory, Resolved, TimeStep};
+use crate::network::NetworkArgs;
 use crate::profile::{MAINNET_ROUND_SECONDS, MAINNET_XNET_LATENCY_ROUNDS, Profile, ProfileArgs};
 use crate::report::{ExampleFormat, ExampleReport, Format, Metering, SweepReport};
 use crate::scenario::{self, Run, Topology};
@@ -41,6 +42,10 @@ pub enum Command {
     /// Serve this project's simulator behind PocketIC's REST API on 127.0.0.1,
     /// for the pocket-ic client (`PocketIcBuilder::with_server_url`). It is not PocketIC.
     Serve(ServeArgs),
+    /// Serve this project's simulator as a local IC network on 127.0.0.1,
+    /// behind the IC's HTTP interface, for icp-cli, dfx and the agents. It
+    /// is not the replica.
+    Network(NetworkArgs),
 }
 
 #[derive(Debug, Args)]
@@ -242,6 +247,7 @@ impl Cli {
             Some(Command::Chaos(args)) => args.execute(),
             Some(Command::Sweep(args)) => args.execute(),
             Some(Command::Serve(args)) => args.execute(),
+            Some(Command::Network(args)) => Ok(Output { stdout: args.execute()?, ..Output::default() }),
         }
     }
 }

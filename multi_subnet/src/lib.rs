@@ -8,6 +8,7 @@ pub mod charts;
 pub mod cli;
 pub mod engines;
 pub mod load;
+pub mod network;
 pub mod profile;
 pub mod report;
 pub mod rounds;

@@ -74,10 +74,21 @@ pub fn from_sim_reject(r: sim::Reject) -> RejectResponse {
         sim::RejectCode::SysTransient => (RejectCode::SysTransient, ErrorCode::CanisterQueueFull),
         sim::RejectCode::DestinationInvalid => (RejectCode::DestinationInvalid, ErrorCode::CanisterNotFound),
         sim::RejectCode::CanisterReject => (RejectCode::CanisterReject, ErrorCode::CanisterRejectedMessage),
+        // The simulator names a missing method in its message, as the
+        // replica does; tools tell it from a trap by its code (icp-cli
+        // probes `http_request` to find a frontend).
+        sim::RejectCode::CanisterError if is_missing_method(&r.message) => {
+            (RejectCode::CanisterError, ErrorCode::CanisterMethodNotFound)
+        }
         sim::RejectCode::CanisterError => (RejectCode::CanisterError, ErrorCode::CanisterCalledTrap),
         sim::RejectCode::SysUnknown => (RejectCode::SysUnknown, ErrorCode::DeadlineExpired),
     };
     reject(reject_code, error_code, r.message)
+}
+
+fn is_missing_method(message: &str) -> bool {
+    message.starts_with("Canister ")
+        && (message.contains(" has no update method '") || message.contains(" has no query method '"))
 }
 
 /// A management operation the simulator refused, with the reject and error

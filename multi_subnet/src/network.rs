@@ -1,0 +1,107 @@
+//! `multi_subnet network`: the simulator as a local IC network that
+//! icp-cli, dfx and the agents use through the IC's HTTP interface.
+
+use anyhow::{Context, Result};
+use candid::Principal;
+use clap::Args;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::profile::{MAINNET_XNET_LATENCY_ROUNDS, ProfileName};
+
+/// The cycles ledger's id lies in the 34th subnet's range of ids.
+const MAX_SUBNETS: u64 = 33;
+
+#[derive(Debug, Args)]
+pub struct NetworkArgs {
+    /// Application subnets, each with a range of 2^20 canister ids.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=MAX_SUBNETS))]
+    pub subnets: u64,
+
+    /// The port to listen on (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+
+    /// Write `<port>` to this file once connections are accepted. It is
+    /// created exclusively: if it exists, another network owns it and this
+    /// one exits at once, successfully.
+    #[arg(long, value_name = "PATH")]
+    pub port_file: Option<PathBuf>,
+
+    /// Once connections are accepted, write the URL, the root key and the
+    /// subnets (JSON) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub status_file: Option<PathBuf>,
+
+    /// Whose rounds: PocketIC's (a message to another subnet is inducted at
+    /// the next round) or mainnet's (2 rounds later).
+    #[arg(long, value_enum, default_value_t = ProfileName::PocketIc)]
+    pub profile: ProfileName,
+
+    /// Milliseconds per round; 0 runs rounds as fast as there is work.
+    /// `--profile mainnet --round-ms 1000` gives calls mainnet's latency.
+    #[arg(long, value_name = "MS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub round_ms: u64,
+
+    /// Derives every key: the same seed gives the same root key, which a
+    /// tool's configuration can pin.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// What `--status-file` holds.
+#[derive(Serialize)]
+struct Status {
+    url: String,
+    root_key: String,
+    subnets: Vec<String>,
+    engine: &'static str,
+}
+
+impl NetworkArgs {
+    /// Serves until the process ends; returns only when another network owns the port file.
+    pub fn execute(&self) -> Result<String> {
+        let (subnets, profile) = (self.subnets, self.profile);
+        let make = move || {
+            let builder = (0..subnets).fold(sim::Sim::builder(), |builder, _| builder.with_subnet());
+            let builder = match profile {
+                ProfileName::PocketIc => builder,
+                ProfileName::Mainnet => builder.with_xnet_latency_rounds(MAINNET_XNET_LATENCY_ROUNDS),
+            };
+            sim_server::ic_http_backend(builder.build()).expect("a new simulator has no canister yet")
+        };
+        let round_interval = (self.round_ms > 0).then(|| Duration::from_millis(self.round_ms));
+        let options = ic_http::Options { seed: self.seed, round_interval, ..ic_http::Options::default() };
+        let network = ic_http::Network::start(make, options).map_err(anyhow::Error::msg)?;
+        let root_key = hex::encode(network.root_key());
+        let subnets: Vec<Principal> = network.subnet_ids();
+        let mut written = Ok(());
+        let served = ic_http::serve_forever(network, self.port, self.port_file.as_deref(), |address| {
+            use std::io::Write;
+            let url = format!("http://{address}");
+            println!("{}; listening on {url}", sim_server::IC_HTTP_DESCRIPTION);
+            println!("root key: {root_key}");
+            for (index, subnet) in subnets.iter().enumerate() {
+                println!("subnet {index}: {subnet}");
+            }
+            let _ = std::io::stdout().flush();
+            if let Some(path) = &self.status_file {
+                let status = Status {
+                    url,
+                    root_key: root_key.clone(),
+                    subnets: subnets.iter().map(Principal::to_text).collect(),
+                    engine: sim_server::IC_HTTP_DESCRIPTION,
+                };
+                written = std::fs::write(path, serde_json::to_string_pretty(&status).expect("plain data"))
+                    .with_context(|| format!("cannot write {}", path.display()));
+            }
+        })
+        .context("the network failed")?;
+        written?;
+        Ok(match (&self.port_file, served) {
+            (Some(path), false) => format!("{} exists: another network owns it\n", path.display()),
+            _ => String::new(),
+        })
+    }
+}

@@ -1,0 +1,212 @@
+//! The upstream example's own flow, with the real icp-cli (1.5.0, from
+//! npm; `scripts/setup.sh` installs it) against `multi_subnet network`: the
+//! simulator as a local IC network behind the IC's HTTP interface.
+//!
+//! Each test starts the network command as a user would, and deploys a
+//! copy of this repository's icp.yaml (its `sim` environment, with the
+//! pinned root key; only the port and the build scripts' paths differ).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// `multi_subnet network`, killed when dropped.
+struct Network {
+    child: Child,
+    port: u16,
+    status: serde_json::Value,
+    _dir: tempfile::TempDir,
+}
+
+impl Network {
+    fn start(subnets: u32) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (port_file, status_file) = (dir.path().join("port"), dir.path().join("status.json"));
+        let child = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
+            .args(["network", "--subnets", &subnets.to_string(), "--port-file"])
+            .arg(&port_file)
+            .arg("--status-file")
+            .arg(&status_file)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        let port = loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file)
+                && let Ok(port) = text.trim().parse()
+            {
+                break port;
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "the network wrote no port file");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let status = loop {
+            if let Ok(status) =
+                serde_json::from_str(&std::fs::read_to_string(&status_file).unwrap_or_default())
+            {
+                break status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Self { child, port, status, _dir: dir }
+    }
+
+    fn subnet(&self, index: usize) -> String {
+        self.status["subnets"][index].as_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A project directory holding the repository's icp.yaml, pointed at
+/// `network`, plus `extra` canister definitions; icp-cli's identities live
+/// in a home of its own there.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(network: &Network, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
+        assert!(yaml.contains("url: http://127.0.0.1:4944"), "icp.yaml declares the sim network");
+        let key = network.status["root_key"].as_str().unwrap();
+        assert!(yaml.contains(&format!("root-key: {key}")), "icp.yaml pins the root key the network serves");
+        let yaml = yaml
+            .replace("bash scripts/", &format!("bash {}/scripts/", root().display()))
+            .replace("url: http://127.0.0.1:4944", &format!("url: http://127.0.0.1:{}", network.port))
+            .replace("canisters:\n", &format!("canisters:\n{extra}"));
+        std::fs::write(dir.path().join("icp.yaml"), yaml).unwrap();
+        let project = Self { dir };
+        project.ok(&["identity", "new", "alice", "--storage", "plaintext"]);
+        project.ok(&["identity", "new", "bob", "--storage", "plaintext"]);
+        project.ok(&["identity", "default", "alice"]);
+        project
+    }
+
+    fn icp(&self, args: &[&str]) -> Output {
+        let icp = root().join(".tools/bin/icp");
+        assert!(icp.exists(), "icp-cli is not installed: run scripts/setup.sh (scripts/test.sh does)");
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        let mut command = Command::new(icp);
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("DO_NOT_TRACK", "1")
+            .env("HOME", self.dir.path().join("home"));
+        // The build scripts run cargo: keep the user's toolchain.
+        for (var, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+            command.env(var, std::env::var_os(var).unwrap_or_else(|| home.join(default).into()));
+        }
+        command.output().unwrap()
+    }
+
+    /// Runs icp and returns its standard output; fails the test with its
+    /// standard error if it fails.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.icp(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "icp {} failed: {}", args.join(" "), first_lines(&stderr));
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// `icp canister call -e sim ...`, trimmed.
+    fn call(&self, args: &[&str]) -> String {
+        let args = [&["canister", "call", "-e", "sim"][..], args].concat();
+        self.ok(&args).trim().to_string()
+    }
+}
+
+/// icp-cli prints a backtrace after its error: the error is enough.
+fn first_lines(text: &str) -> String {
+    text.lines().take_while(|line| !line.starts_with("Stack backtrace")).collect::<Vec<_>>().join("\n")
+}
+
+/// A valid module over icp-cli's 2 MiB chunking threshold: a memory and a
+/// data segment of 3 MiB.
+fn big_module(dir: &Path) -> PathBuf {
+    let bytes: String = (0..3 << 20).map(|i: u32| format!("\\{:02x}", (i * 7 % 251) as u8)).collect();
+    let wasm = wat::parse_str(format!("(module (memory 64) (data (i32.const 0) \"{bytes}\"))")).unwrap();
+    assert!(wasm.len() > 3 << 20);
+    let path = dir.join("big.wasm");
+    std::fs::write(&path, wasm).unwrap();
+    path
+}
+
+#[test]
+fn the_upstream_flow_on_two_subnets_deploys_calls_upgrades_and_guards() {
+    let network = Network::start(2);
+    let big_dir = tempfile::tempdir().unwrap();
+    let big = big_module(big_dir.path());
+    let extra = format!(
+        "  - name: big\n    build:\n      steps:\n        - type: pre-built\n          path: {}\n",
+        big.display()
+    );
+    let project = Project::new(&network, &extra);
+    // The caller and the callee on different subnets, as on mainnet.
+    project.ok(&["canister", "create", "caller", "-e", "sim", "--subnet", &network.subnet(0)]);
+    project.ok(&["canister", "create", "callee", "-e", "sim", "--subnet", &network.subnet(1)]);
+    project.ok(&["deploy", "-e", "sim"]);
+
+    assert_eq!(project.call(&["caller", "sequential_calls", "(90)"]), "(90 : nat64)");
+    assert_eq!(project.call(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
+    assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(180 : nat64)");
+    let report = project.call(&[
+        "caller",
+        "run_plan",
+        "(record { strategy = variant { bounded }; n = 50 : nat64; k = opt (10 : nat64) })",
+    ]);
+    assert!(report.contains("succeeded = 50 : nat64"), "{report}");
+
+    let status = project.ok(&["canister", "status", "-e", "sim", "caller"]);
+    assert!(status.contains("Status: Running") && status.contains("Module hash: 0x"), "{status}");
+    let big_hash = format!("Module hash: 0x{}", hex_sha256(&std::fs::read(&big).unwrap()));
+    let big_status = project.ok(&["canister", "status", "-e", "sim", "big"]);
+    assert!(big_status.contains(&big_hash), "the 3 MiB module installed in chunks: {big_status}");
+
+    // A second deploy upgrades; the caller still reaches its callee.
+    project.ok(&["deploy", "-e", "sim"]);
+    assert_eq!(project.call(&["caller", "sequential_calls", "(10)"]), "(10 : nat64)");
+    assert_eq!(
+        project.call(&["callee", "pings_received", "()", "--query"]),
+        "(240 : nat64)",
+        "kept across the upgrade"
+    );
+
+    let refused = project.icp(&[
+        "canister",
+        "call",
+        "-e",
+        "sim",
+        "--identity",
+        "bob",
+        "caller",
+        "sequential_calls",
+        "(10)",
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && stderr.contains("only a controller"), "{}", first_lines(&stderr));
+}
+
+#[test]
+fn on_one_subnet_2000_parallel_calls_meet_the_500_slot_queue() {
+    let network = Network::start(1);
+    let project = Project::new(&network, "");
+    project.ok(&["deploy", "-e", "sim"]);
+    assert_eq!(project.call(&["caller", "parallel_calls", "(2000)"]), "(500 : nat64)");
+    assert_eq!(project.call(&["caller", "sequential_calls", "(2000)"]), "(2_000 : nat64)");
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
