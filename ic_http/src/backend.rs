@@ -68,6 +68,10 @@ pub trait Backend {
     /// The outcome of the message `ticket` names; `None` while it runs.
     fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>>;
 
+    /// Forgets the answered message `ticket` names: the network has pruned
+    /// its status (its expiry has passed) and will not ask again.
+    fn forget(&mut self, ticket: u64);
+
     /// Whether a round would do anything (a message to execute, a call in
     /// flight). An idle network runs a round only now and then.
     fn has_work(&self) -> bool;

@@ -21,6 +21,7 @@ pub(crate) struct Request {
     /// The subnet (index) whose tree certifies its status.
     pub subnet: usize,
     pub expiry: u64,
+    ticket: u64,
     done: bool,
 }
 
@@ -49,7 +50,7 @@ impl Requests {
         ticket: u64,
     ) {
         self.running.insert(ticket, id);
-        self.by_id.insert(id, Request { sender, canister, subnet, expiry, done: false });
+        self.by_id.insert(id, Request { sender, canister, subnet, expiry, ticket, done: false });
     }
 
     /// Whether the message has an outcome.
@@ -68,12 +69,14 @@ impl Requests {
     }
 
     /// The outcomes `outcome` now knows, as edits of each of `subnets`
-    /// trees, and the messages whose expiry is before `now`, deleted.
+    /// trees, and the messages whose expiry is before `now`, deleted; the
+    /// latter's tickets are passed to `forget`.
     pub fn round(
         &mut self,
         subnets: usize,
         now: u64,
         outcome: impl Fn(u64) -> Option<Result<Vec<u8>, Reject>>,
+        mut forget: impl FnMut(u64),
     ) -> Vec<Edits> {
         let mut edits = vec![Edits::new(); subnets];
         let finished: Vec<(u64, Result<Vec<u8>, Reject>)> =
@@ -91,6 +94,7 @@ impl Requests {
         {
             self.done.pop_first();
             let request = self.by_id.remove(&id).expect("a message with an outcome is known");
+            forget(request.ticket);
             edits[request.subnet].push((vec![b"request_status".to_vec(), id.as_slice().to_vec()], None));
         }
         edits

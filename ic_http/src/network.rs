@@ -271,11 +271,16 @@ fn drive(
 fn round(backend: &mut dyn Backend, certified: &Certified) {
     let time = follow_clock(backend, &certified.clock);
     backend.tick();
+    let mut forgotten = vec![];
     let mut edits = certified.requests.lock().expect("not poisoned").round(
         certified.subnets.len(),
         (certified.clock)(),
         |ticket| backend.outcome(ticket),
+        |ticket| forgotten.push(ticket),
     );
+    for ticket in forgotten {
+        backend.forget(ticket);
+    }
     let mut readers = certified.readers.lock().expect("not poisoned");
     for canister in backend.take_changed_canisters() {
         let Some(subnet) = certified.subnets.iter().position(|s| s.hosts(canister)) else { continue };

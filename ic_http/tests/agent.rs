@@ -98,6 +98,10 @@ impl Backend for Echo {
         self.messages[ticket as usize].4.clone()
     }
 
+    fn forget(&mut self, ticket: u64) {
+        self.messages[ticket as usize].3.clear();
+    }
+
     fn has_work(&self) -> bool {
         self.messages.iter().any(|m| m.4.is_none())
     }
@@ -529,4 +533,35 @@ async fn futures_join<T>(handles: impl Iterator<Item = tokio::task::JoinHandle<T
         results.push(handle.await.unwrap());
     }
     results
+}
+
+#[tokio::test]
+async fn a_request_is_forgotten_after_its_expiry_and_cannot_be_replayed() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let ahead = Arc::new(AtomicU64::new(0));
+    let clock = ahead.clone();
+    let options =
+        Options { clock: Arc::new(move || now() + clock.load(Ordering::Relaxed)), ..Options::default() };
+    let (url, network) = serve(options).await;
+    let http = reqwest::Client::new();
+    let key = ic_ed25519::PrivateKey::deserialize_raw_32(&[13; 32]);
+    let (_, envelope) = count_envelope(&key, 1);
+    let call = |body: Vec<u8>| {
+        http.post(format!("{url}/api/v3/canister/{}/call", canister(1)))
+            .header("content-type", "application/cbor")
+            .body(body)
+            .send()
+    };
+    assert_eq!(call(envelope.clone()).await.unwrap().status(), 200);
+    assert_eq!(network.remembered_requests(), 1);
+    // Past the request's expiry (120 s): the next rounds prune it.
+    ahead.store(200_000_000_000, Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    while network.remembered_requests() > 0 {
+        assert!(started.elapsed().as_secs() < 10, "the request was never forgotten");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let replay = call(envelope).await.unwrap();
+    assert_eq!(replay.status(), 400, "an expired request is refused, not executed again");
+    assert!(replay.text().await.unwrap().contains("Invalid request expiry"));
 }

@@ -97,6 +97,10 @@ impl Backend for Instance {
         Instance::outcome(self, ticket).map(|result| result.map_err(reject))
     }
 
+    fn forget(&mut self, ticket: u64) {
+        Instance::forget(self, ticket);
+    }
+
     fn has_work(&self) -> bool {
         let outstanding = self.sim.outstanding();
         outstanding.ingress > 0 || outstanding.messages > 0 || outstanding.calls_in_flight > 0

@@ -64,7 +64,10 @@ struct Message {
 pub struct Instance {
     pub sim: Sim,
     pub canisters: BTreeMap<Principal, CanisterInfo>,
-    messages: Vec<Message>,
+    /// By index, the id PocketIC's client is given; a network forgets them.
+    messages: BTreeMap<u64, Message>,
+    /// The index the next message gets: indices are never reused.
+    next_message: u64,
     /// Canisters created, installed or deleted since the IC HTTP interface
     /// last certified them.
     pub changed: BTreeSet<Principal>,
@@ -76,7 +79,13 @@ fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
 
 impl Instance {
     pub fn new(sim: Sim) -> Self {
-        Self { sim, canisters: BTreeMap::new(), messages: vec![], changed: BTreeSet::new() }
+        Self {
+            sim,
+            canisters: BTreeMap::new(),
+            messages: BTreeMap::new(),
+            next_message: 0,
+            changed: BTreeSet::new(),
+        }
     }
 
     pub fn topology(&self) -> Topology {
@@ -132,15 +141,33 @@ impl Instance {
                 Err(reject) => return Ok(Err(errors::from_sim_reject(reject))),
             }
         };
-        self.messages.push(Message { sender, outcome });
-        Ok(Ok(self.messages.len() as u64 - 1))
+        Ok(Ok(self.push(Message { sender, outcome })))
     }
 
     /// An ingress message answered when it was submitted (by a stand-in
     /// for a system canister); returns its index.
     pub fn answered(&mut self, sender: Principal, result: CallResult) -> u64 {
-        self.messages.push(Message { sender, outcome: Outcome::Done(result) });
-        self.messages.len() as u64 - 1
+        self.push(Message { sender, outcome: Outcome::Done(result) })
+    }
+
+    fn push(&mut self, message: Message) -> u64 {
+        let index = self.next_message;
+        self.next_message += 1;
+        self.messages.insert(index, message);
+        index
+    }
+
+    /// Forgets an answered message (the IC HTTP interface prunes them after
+    /// their expiry). One still running is kept.
+    pub fn forget(&mut self, index: u64) {
+        let forgotten = match self.messages.get(&index).map(|m| &m.outcome) {
+            Some(Outcome::Done(_)) => true,
+            Some(Outcome::InSim(id)) => self.sim.forget_ingress(*id),
+            None => false,
+        };
+        if forgotten {
+            self.messages.remove(&index);
+        }
     }
 
     fn index(id: &RawMessageId) -> Option<u64> {
@@ -148,7 +175,7 @@ impl Instance {
     }
 
     fn message(&self, index: u64) -> Option<&Message> {
-        self.messages.get(usize::try_from(index).ok()?)
+        self.messages.get(&index)
     }
 
     /// The outcome of the message at `index`; `None` while it runs (or if

@@ -338,6 +338,16 @@ impl Sim {
         }
     }
 
+    /// Forgets an answered ingress message, as the replica prunes the
+    /// statuses of expired ones (a network that runs for long must). `false`
+    /// if it is unknown or still being processed: it is kept.
+    pub fn forget_ingress(&mut self, id: MessageId) -> bool {
+        match self.ingress.get(&id) {
+            Some(IngressState::Completed(_)) => self.ingress.remove(&id).is_some(),
+            _ => false,
+        }
+    }
+
     /// Submits and ticks until the answer, like PocketIC's `update_call`
     /// (which gives up after [`UPDATE_CALL_ROUND_LIMIT`] rounds).
     pub fn update_call(
