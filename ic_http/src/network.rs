@@ -19,6 +19,9 @@ use crate::keys::Keys;
 /// (icp-cli refuses one older than 240 s; dfx one ahead of its clock).
 const IDLE_ROUND_EVERY: Duration = Duration::from_millis(500);
 
+/// How long a round waits, once a message has come, for others to join it.
+const BLOCK_WINDOW: Duration = Duration::from_millis(1);
+
 /// The wall clock in ns since the epoch, as the validator and the agents read it.
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
@@ -164,6 +167,11 @@ impl Network {
         self.requests().len()
     }
 
+    /// Rounds the network has run and certified so far.
+    pub fn rounds(&self) -> u64 {
+        *self.certified.rounds.borrow()
+    }
+
     /// The wall clock the network validates with.
     pub(crate) fn now(&self) -> u64 {
         (self.certified.clock)()
@@ -250,9 +258,11 @@ fn drive(
         match inbox.recv_timeout(wait) {
             Ok(job) => {
                 job(backend);
-                // Whatever else has come runs before the round, as the
-                // replica inducts a block of messages at once.
-                while let Ok(job) = inbox.try_recv() {
+                // What else comes within a block's window runs before the
+                // round, as the replica inducts a block of messages at once
+                // (and one round, one signature, serves them all).
+                let window = Instant::now() + BLOCK_WINDOW;
+                while let Ok(job) = inbox.recv_timeout(window.saturating_duration_since(Instant::now())) {
                     job(backend);
                 }
             }
