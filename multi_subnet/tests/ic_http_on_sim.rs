@@ -6,17 +6,30 @@
 use candid::{Decode, Encode, Principal};
 use ic_agent::identity::BasicIdentity;
 use ic_agent::{Agent, AgentError};
-use ic_http::{Network, Options};
+use ic_http::Network;
 use sim::Sim;
+use std::time::{Duration, Instant};
 
 /// The caller on subnet 0 and the callee on the last of `subnets`, both
 /// controlled by `controller`, served on 127.0.0.1; returns the URL and
 /// the two canister ids.
 async fn network(subnets: usize, controller: Principal) -> (String, Principal, Principal) {
+    let (url, caller, callee, _) = paced_network(subnets, controller, 0, ic_http::Options::default()).await;
+    (url, caller, callee)
+}
+
+/// As [`network`], with `xnet_latency_rounds` and `options`; also returns the network.
+async fn paced_network(
+    subnets: usize,
+    controller: Principal,
+    xnet_latency_rounds: u64,
+    options: ic_http::Options,
+) -> (String, Principal, Principal, Network) {
     let wasms = canister_wasm::caller_and_callee().expect("the canisters build");
     let (ids, made) = std::sync::mpsc::channel();
     let make = move || {
-        let mut sim = (0..subnets).fold(Sim::builder(), |b, _| b.with_subnet()).build();
+        let builder = (0..subnets).fold(Sim::builder(), |b, _| b.with_subnet());
+        let mut sim = builder.with_xnet_latency_rounds(xnet_latency_rounds).build();
         let caller = sim.create_canister(0, vec![controller]).unwrap();
         let callee = sim.create_canister(subnets - 1, vec![controller]).unwrap();
         sim.install_canister(caller, &wasms.caller, Encode!().unwrap(), controller).unwrap();
@@ -24,12 +37,13 @@ async fn network(subnets: usize, controller: Principal) -> (String, Principal, P
         ids.send((caller, callee)).unwrap();
         sim_server::ic_http_backend(sim).unwrap()
     };
-    let network = Network::start(make, Options::default()).unwrap();
+    let network = Network::start(make, options).unwrap();
     let (caller, callee) = made.recv().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, ic_http::router(network)).await.unwrap() });
-    (url, caller, callee)
+    let router = ic_http::router(network.clone());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (url, caller, callee, network)
 }
 
 async fn agent(url: &str, key: u8) -> Agent {
@@ -92,4 +106,36 @@ async fn on_one_subnet_2000_parallel_calls_meet_the_500_slot_queue() {
         .unwrap();
     assert_eq!(calls(&controller, caller, "parallel_calls", 2000).await, 500);
     assert_eq!(calls(&controller, caller, "sequential_calls", 2000).await, 2000);
+}
+
+/// With a round every 25 ms and mainnet's cross-subnet latency, a call
+/// takes about its rounds times the pace in wall time, and sequential
+/// calls take about n times as long as parallel ones (loose bounds: this
+/// machine's scheduling is not a replica's).
+#[tokio::test]
+async fn at_a_fixed_pace_wall_time_follows_rounds() {
+    let pace = Duration::from_millis(25);
+    let options = ic_http::Options { round_interval: Some(pace), ..ic_http::Options::default() };
+    let (url, caller, callee, network) = paced_network(2, principal_of(1), 2, options).await;
+    let controller = agent(&url, 1).await;
+    controller
+        .update(&caller, "setup_callee")
+        .with_arg(Encode!(&callee).unwrap())
+        .call_and_wait()
+        .await
+        .unwrap();
+    let mut timed = vec![];
+    for endpoint in ["sequential_calls", "parallel_calls"] {
+        let (started, first_round) = (Instant::now(), network.rounds());
+        assert_eq!(calls(&controller, caller, endpoint, 5).await, 5);
+        let (wall, rounds) = (started.elapsed(), network.rounds() - first_round);
+        let per_round = wall.as_secs_f64() / rounds as f64 / pace.as_secs_f64();
+        assert!(
+            (0.7..1.6).contains(&per_round),
+            "{endpoint}: {rounds} rounds in {wall:?}: {per_round:.2} paces a round"
+        );
+        timed.push(wall);
+    }
+    let ratio = timed[0].as_secs_f64() / timed[1].as_secs_f64();
+    assert!((2.5..8.0).contains(&ratio), "5 sequential calls took {ratio:.1}x as long as 5 parallel ones");
 }
