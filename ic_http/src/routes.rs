@@ -402,12 +402,18 @@ async fn certified_within(network: &Network, id: &RequestId, timeout: Duration) 
     tokio::time::timeout(timeout, wait).await.unwrap_or(false)
 }
 
-/// Serves `network` on 127.0.0.1:`port` (0: any free port) until the
+/// Serves `router` on 127.0.0.1:`port` (0: any free port) until the
 /// process ends. Once connections are accepted, `announce` is told the
 /// address and the port is written to `port_file`, which is created
 /// exclusively: `Ok(false)` at once if it exists (another server owns it).
+///
+/// ```no_run
+/// # fn serve(network: ic_http::Network) -> std::io::Result<bool> {
+/// ic_http::serve_forever(ic_http::router(network), 4943, None, |address| println!("listening on {address}"))
+/// # }
+/// ```
 pub fn serve_forever(
-    network: Network,
+    router: Router,
     port: u16,
     port_file: Option<&std::path::Path>,
     announce: impl FnOnce(std::net::SocketAddr),
@@ -430,7 +436,7 @@ pub fn serve_forever(
             writeln!(file, "{}", address.port())?;
             file.flush()?;
         }
-        axum::serve(listener, router(network)).await
+        axum::serve(listener, router).await
     })?;
     Ok(true)
 }

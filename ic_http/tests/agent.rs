@@ -185,16 +185,20 @@ async fn subnets_are_found_by_id_and_by_canister() {
     assert_eq!(by_canister.iter_node_keys().count(), 1);
 }
 
-#[tokio::test]
-async fn queries_are_signed_by_a_node_of_the_canisters_subnet() {
-    let (url, _network) = serve(Options::default()).await;
-    let identities: Vec<Box<dyn Identity>> = vec![
+/// One identity of every kind of key the interface accepts, and anonymous.
+fn every_kind_of_identity() -> Vec<Box<dyn Identity>> {
+    vec![
         Box::new(AnonymousIdentity),
         Box::new(BasicIdentity::from_raw_key(&[3; 32])),
         Box::new(Secp256k1Identity::from_private_key(k256::SecretKey::from_slice(&[4; 32]).unwrap())),
         Box::new(Prime256v1Identity::from_private_key(p256::SecretKey::from_slice(&[5; 32]).unwrap())),
-    ];
-    for identity in identities {
+    ]
+}
+
+#[tokio::test]
+async fn queries_are_signed_by_a_node_of_the_canisters_subnet() {
+    let (url, _network) = serve(Options::default()).await;
+    for identity in every_kind_of_identity() {
         let sender = identity.sender().unwrap();
         let agent = Agent::builder().with_url(&url).with_boxed_identity(identity).build().unwrap();
         agent.fetch_root_key().await.unwrap();
@@ -403,13 +407,7 @@ fn the_same_seed_gives_the_same_root_key_and_others_another() {
 #[tokio::test]
 async fn updates_are_answered_with_certified_replies_for_every_kind_of_key() {
     let (url, _network) = serve(Options::default()).await;
-    let identities: Vec<Box<dyn Identity>> = vec![
-        Box::new(AnonymousIdentity),
-        Box::new(BasicIdentity::from_raw_key(&[3; 32])),
-        Box::new(Secp256k1Identity::from_private_key(k256::SecretKey::from_slice(&[4; 32]).unwrap())),
-        Box::new(Prime256v1Identity::from_private_key(p256::SecretKey::from_slice(&[5; 32]).unwrap())),
-    ];
-    for identity in identities {
+    for identity in every_kind_of_identity() {
         let sender = identity.sender().unwrap();
         let agent = Agent::builder().with_url(&url).with_boxed_identity(identity).build().unwrap();
         agent.fetch_root_key().await.unwrap();

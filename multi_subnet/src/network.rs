@@ -77,26 +77,32 @@ impl NetworkArgs {
         let root_key = hex::encode(network.root_key());
         let subnets: Vec<Principal> = network.subnet_ids();
         let mut written = Ok(());
-        let served = ic_http::serve_forever(network, self.port, self.port_file.as_deref(), |address| {
-            use std::io::Write;
-            let url = format!("http://{address}");
-            println!("{}; listening on {url}", sim_server::IC_HTTP_DESCRIPTION);
-            println!("root key: {root_key}");
-            for (index, subnet) in subnets.iter().enumerate() {
-                println!("subnet {index}: {subnet}");
-            }
-            let _ = std::io::stdout().flush();
-            if let Some(path) = &self.status_file {
-                let status = Status {
-                    url,
-                    root_key: root_key.clone(),
-                    subnets: subnets.iter().map(Principal::to_text).collect(),
-                    engine: sim_server::IC_HTTP_DESCRIPTION,
-                };
-                written = std::fs::write(path, serde_json::to_string_pretty(&status).expect("plain data"))
-                    .with_context(|| format!("cannot write {}", path.display()));
-            }
-        })
+        let served = ic_http::serve_forever(
+            ic_http::router(network),
+            self.port,
+            self.port_file.as_deref(),
+            |address| {
+                use std::io::Write;
+                let url = format!("http://{address}");
+                println!("{}; listening on {url}", sim_server::IC_HTTP_DESCRIPTION);
+                println!("root key: {root_key}");
+                for (index, subnet) in subnets.iter().enumerate() {
+                    println!("subnet {index}: {subnet}");
+                }
+                let _ = std::io::stdout().flush();
+                if let Some(path) = &self.status_file {
+                    let status = Status {
+                        url,
+                        root_key: root_key.clone(),
+                        subnets: subnets.iter().map(Principal::to_text).collect(),
+                        engine: sim_server::IC_HTTP_DESCRIPTION,
+                    };
+                    written =
+                        std::fs::write(path, serde_json::to_string_pretty(&status).expect("plain data"))
+                            .with_context(|| format!("cannot write {}", path.display()));
+                }
+            },
+        )
         .context("the network failed")?;
         written?;
         Ok(match (&self.port_file, served) {

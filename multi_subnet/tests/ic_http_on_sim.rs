@@ -61,6 +61,15 @@ fn principal_of(key: u8) -> Principal {
     BasicIdentity::from_raw_key(&[key; 32]).sender().unwrap()
 }
 
+async fn setup_callee(controller: &Agent, caller: Principal, callee: Principal) {
+    controller
+        .update(&caller, "setup_callee")
+        .with_arg(Encode!(&callee).unwrap())
+        .call_and_wait()
+        .await
+        .unwrap();
+}
+
 async fn calls(agent: &Agent, caller: Principal, endpoint: &str, n: u64) -> u64 {
     let reply = agent.update(&caller, endpoint).with_arg(Encode!(&n).unwrap()).call_and_wait().await.unwrap();
     Decode!(&reply, u64).unwrap()
@@ -98,12 +107,7 @@ async fn the_examples_calls_across_two_subnets_through_the_http_interface() {
 async fn on_one_subnet_2000_parallel_calls_meet_the_500_slot_queue() {
     let (url, caller, callee) = network(1, principal_of(1)).await;
     let controller = agent(&url, 1).await;
-    controller
-        .update(&caller, "setup_callee")
-        .with_arg(Encode!(&callee).unwrap())
-        .call_and_wait()
-        .await
-        .unwrap();
+    setup_callee(&controller, caller, callee).await;
     assert_eq!(calls(&controller, caller, "parallel_calls", 2000).await, 500);
     assert_eq!(calls(&controller, caller, "sequential_calls", 2000).await, 2000);
 }
@@ -118,12 +122,7 @@ async fn at_a_fixed_pace_wall_time_follows_rounds() {
     let options = ic_http::Options { round_interval: Some(pace), ..ic_http::Options::default() };
     let (url, caller, callee, network) = paced_network(2, principal_of(1), 2, options).await;
     let controller = agent(&url, 1).await;
-    controller
-        .update(&caller, "setup_callee")
-        .with_arg(Encode!(&callee).unwrap())
-        .call_and_wait()
-        .await
-        .unwrap();
+    setup_callee(&controller, caller, callee).await;
     let mut timed = vec![];
     for endpoint in ["sequential_calls", "parallel_calls"] {
         let (started, first_round) = (Instant::now(), network.rounds());

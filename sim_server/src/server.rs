@@ -15,7 +15,6 @@ use pocket_ic::common::rest::{
     RawCycles, RawIngressStatusArgs, RawMessageId, RawPrincipalId, RawSubnetId, RawTickConfigs, RawTime,
     Topology,
 };
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -273,26 +272,7 @@ pub struct Options {
 /// Serves on 127.0.0.1 until the process ends. `Ok(false)` when the port
 /// file exists: another server owns it, as with PocketIC.
 pub fn serve_forever(options: Options, announce: impl FnOnce(SocketAddr)) -> std::io::Result<bool> {
-    let port_file = match &options.port_file {
-        Some(path) => match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
-            Ok(file) => Some(file),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(e) => return Err(e),
-        },
-        None => None,
-    };
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let listener = TcpListener::bind(("127.0.0.1", options.port)).await?;
-        let address = listener.local_addr()?;
-        announce(address);
-        if let Some(mut file) = port_file {
-            writeln!(file, "{}", address.port())?;
-            file.flush()?;
-        }
-        serve(listener, std::future::pending(), options.limits).await
-    })?;
-    Ok(true)
+    ic_http::serve_forever(router(options.limits), options.port, options.port_file.as_deref(), announce)
 }
 
 /// A server on a thread of its own, with its own runtime (the pocket-ic
