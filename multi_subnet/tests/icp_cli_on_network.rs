@@ -6,6 +6,9 @@
 //! copy of this repository's icp.yaml (its `sim` environment, with the
 //! pinned root key; only the port and the build scripts' paths differ).
 
+#[path = "common/big_module.rs"]
+mod big_module;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -131,22 +134,12 @@ fn first_lines(text: &str) -> String {
     text.lines().take_while(|line| !line.starts_with("Stack backtrace")).collect::<Vec<_>>().join("\n")
 }
 
-/// A valid module over icp-cli's 2 MiB chunking threshold: a memory and a
-/// data segment of 3 MiB.
-fn big_module(dir: &Path) -> PathBuf {
-    let bytes: String = (0..3 << 20).map(|i: u32| format!("\\{:02x}", (i * 7 % 251) as u8)).collect();
-    let wasm = wat::parse_str(format!("(module (memory 64) (data (i32.const 0) \"{bytes}\"))")).unwrap();
-    assert!(wasm.len() > 3 << 20);
-    let path = dir.join("big.wasm");
-    std::fs::write(&path, wasm).unwrap();
-    path
-}
-
 #[test]
 fn the_upstream_flow_on_two_subnets_deploys_calls_upgrades_and_guards() {
     let network = Network::start(2);
     let big_dir = tempfile::tempdir().unwrap();
-    let big = big_module(big_dir.path());
+    let big = big_dir.path().join("big.wasm");
+    std::fs::write(&big, big_module::over_2_mib()).unwrap();
     let extra = format!(
         "  - name: big\n    build:\n      steps:\n        - type: pre-built\n          path: {}\n",
         big.display()

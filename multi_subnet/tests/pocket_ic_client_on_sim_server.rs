@@ -12,6 +12,9 @@ mod scenarios;
 #[path = "common/goals.rs"]
 mod goals;
 
+#[path = "common/big_module.rs"]
+mod big_module;
+
 use candid::{Decode, Encode, Principal};
 use ic_management_canister_types::CanisterStatusType;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
@@ -115,6 +118,18 @@ fn pocket_ic_client_on_sim_server_instances_are_isolated() {
     assert!(!b.canister_exists(canister));
     b.tick();
     assert_ne!(a.get_time(), b.get_time());
+}
+
+/// A module over 2 MB: the client installs it through the chunk store.
+#[test]
+fn pocket_ic_client_on_sim_server_installs_a_module_in_chunks() {
+    use sha2::Digest;
+    let pic = PocketIcBuilder::new().with_server_url(url()).with_application_subnet().build();
+    let canister = pic.create_canister();
+    let wasm = big_module::over_2_mib();
+    pic.install_canister(canister, wasm.clone(), Encode!().unwrap(), None);
+    let status = pic.canister_status(canister, None).unwrap();
+    assert_eq!(status.module_hash, Some(sha2::Sha256::digest(&wasm).to_vec()));
 }
 
 fn post(path: &str, body: &str) -> (StatusCode, String) {

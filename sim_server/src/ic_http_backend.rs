@@ -33,7 +33,9 @@ pub fn backend(mut sim: sim::Sim) -> Result<Box<dyn Backend>, String> {
         ));
     }
     sim.reserve_canister_ids(0, system_canisters::RESERVED_IDS).map_err(|e| e.to_string())?;
-    Ok(Box::new(Instance::new(sim)))
+    let mut instance = Instance::new(sim);
+    instance.system_canisters = true;
+    Ok(Box::new(instance))
 }
 
 impl Backend for Instance {
@@ -55,8 +57,10 @@ impl Backend for Instance {
             .collect();
         // The cycles ledger's id lies outside every range the simulator
         // assigns: the first subnet hosts it, as one of the IC's does.
-        let ledger = system_canisters::CYCLES_LEDGER;
-        subnets[0].ranges.push((ledger, ledger));
+        if self.system_canisters {
+            let ledger = system_canisters::CYCLES_LEDGER;
+            subnets[0].ranges.push((ledger, ledger));
+        }
         subnets
     }
 
@@ -77,7 +81,9 @@ impl Backend for Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<u64, Reject> {
-        if let Some(result) = system_canisters::update(self, canister, sender, method, &arg) {
+        if self.system_canisters
+            && let Some(result) = system_canisters::update(self, canister, sender, method, &arg)
+        {
             return Ok(self.answered(sender, result));
         }
         let effective = RawEffectivePrincipal::CanisterId(effective.as_slice().to_vec());
@@ -130,7 +136,9 @@ impl Backend for Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
-        let result = match system_canisters::query(self, canister, method) {
+        let stand_in =
+            self.system_canisters.then(|| system_canisters::query(self, canister, method)).flatten();
+        let result = match stand_in {
             Some(result) => result,
             None => self.query_as(canister, sender, method, arg),
         };

@@ -71,6 +71,10 @@ pub struct Instance {
     /// Canisters created, installed or deleted since the IC HTTP interface
     /// last certified them.
     pub changed: BTreeSet<Principal>,
+    /// Whether the stand-ins for the cycles ledger and the cycles minting
+    /// canister answer at their ids (`multi_subnet network`; a PocketIC
+    /// instance has none, as PocketIC without its ICP features).
+    pub system_canisters: bool,
 }
 
 fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
@@ -85,6 +89,7 @@ impl Instance {
             messages: BTreeMap::new(),
             next_message: 0,
             changed: BTreeSet::new(),
+            system_canisters: false,
         }
     }
 

@@ -11,9 +11,10 @@ use tokio::sync::oneshot;
 
 use crate::errors::ApiError;
 use crate::instance::Instance;
+use crate::live::Remote;
 
 /// A job gets the instance, and why it is broken if a job panicked on it before.
-type Job = Box<dyn FnOnce(&mut Instance, &mut Option<String>) + Send>;
+pub type Job = Box<dyn FnOnce(&mut Instance, &mut Option<String>) + Send>;
 
 /// What every instance's simulator may use: the host-memory budget they
 /// all share (one hostile instance cannot take the host's memory from the
@@ -39,6 +40,8 @@ pub struct Store {
     instances: Mutex<BTreeMap<InstanceId, Option<mpsc::Sender<Job>>>>,
     host_memory: HostMemory,
     max_instructions_per_message: u64,
+    /// The instances in auto progress, each served by the IC HTTP interface.
+    live: Mutex<BTreeMap<InstanceId, ic_http::Network>>,
 }
 
 impl Default for Store {
@@ -93,6 +96,7 @@ impl Store {
             instances: Mutex::default(),
             host_memory: HostMemory::new(limits.host_memory_budget),
             max_instructions_per_message: limits.max_instructions_per_message,
+            live: Mutex::default(),
         }
     }
 
@@ -133,8 +137,41 @@ impl Store {
 
     /// Ends the instance's thread, which drops its simulator. `false` if there was none.
     pub fn delete(&self, id: InstanceId) -> bool {
+        self.stop_progress(id);
         let mut instances = self.instances.lock().expect("not poisoned");
         instances.get_mut(&id).and_then(Option::take).is_some()
+    }
+
+    /// `auto_progress`: the instance's rounds run by themselves, its time
+    /// follows the wall clock, and the returned network serves it through
+    /// the IC's HTTP interface (the same one again if it is already live).
+    pub fn auto_progress(&self, id: InstanceId) -> Result<ic_http::Network, ApiError> {
+        let mut live = self.live.lock().expect("not poisoned");
+        if let Some(network) = live.get(&id) {
+            return Ok(network.clone());
+        }
+        let jobs = self.jobs(id)?;
+        let make = move || -> Box<dyn ic_http::Backend> { Box::new(Remote::new(jobs)) };
+        let network =
+            ic_http::Network::start(make, ic_http::Options::default()).map_err(ApiError::internal)?;
+        live.insert(id, network.clone());
+        Ok(network)
+    }
+
+    /// The instance's network, if it is in auto progress.
+    pub fn network(&self, id: InstanceId) -> Option<ic_http::Network> {
+        self.live.lock().expect("not poisoned").get(&id).cloned()
+    }
+
+    /// `stop_progress`: rounds run only when asked again. A gateway still
+    /// serving the instance keeps its network (and its rounds) until it stops.
+    pub fn stop_progress(&self, id: InstanceId) -> bool {
+        self.live.lock().expect("not poisoned").remove(&id).is_some()
+    }
+
+    fn jobs(&self, id: InstanceId) -> Result<mpsc::Sender<Job>, ApiError> {
+        let instances = self.instances.lock().expect("not poisoned");
+        instances.get(&id).and_then(Clone::clone).ok_or_else(|| ApiError::instance_not_found(id))
     }
 
     /// Runs `f` on the instance's thread. A panic in it is answered as an
@@ -147,13 +184,7 @@ impl Store {
         id: InstanceId,
         f: impl FnOnce(&mut Instance) -> R + Send + 'static,
     ) -> Result<R, ApiError> {
-        let jobs = self
-            .instances
-            .lock()
-            .expect("not poisoned")
-            .get(&id)
-            .and_then(Clone::clone)
-            .ok_or_else(|| ApiError::instance_not_found(id))?;
+        let jobs = self.jobs(id)?;
         let (answer, answered) = oneshot::channel();
         let job: Job = Box::new(move |instance, broken| {
             if let Some(why) = broken {

@@ -9,6 +9,7 @@ mod errors;
 mod ic_http_backend;
 mod instance;
 mod instances;
+mod live;
 mod management;
 mod server;
 mod system_canisters;

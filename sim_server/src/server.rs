@@ -11,9 +11,10 @@ use axum::routing::{MethodRouter, get, post};
 use candid::Principal;
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{
-    CreateInstanceResponse, InstanceConfig, RawAddCycles, RawCanisterCall, RawCanisterId, RawCanisterResult,
-    RawCycles, RawIngressStatusArgs, RawMessageId, RawPrincipalId, RawSubnetId, RawTickConfigs, RawTime,
-    Topology,
+    AutoProgressConfig, CreateHttpGatewayResponse, CreateInstanceResponse, HttpGatewayBackend,
+    HttpGatewayConfig, HttpGatewayInfo, InstanceConfig, RawAddCycles, RawCanisterCall, RawCanisterId,
+    RawCanisterResult, RawCycles, RawIngressStatusArgs, RawMessageId, RawPrincipalId, RawSubnetId,
+    RawTickConfigs, RawTime, Topology,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -26,12 +27,14 @@ use crate::errors::{ApiError, Body};
 use crate::instances::{Limits, Store};
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
-/// (the client switches to chunked uploads, not supported, above 2 MB).
+/// (above 2 MB the client uploads chunks through the management canister).
 const BODY_LIMIT: usize = 64 << 20;
 
 struct Server {
     instances: Store,
     blobs: BlobStore,
+    /// HTTP gateways, by id: each stops when its sender is sent or dropped.
+    gateways: std::sync::Mutex<Vec<Option<tokio::sync::oneshot::Sender<()>>>>,
 }
 
 type App = State<Arc<Server>>;
@@ -47,7 +50,7 @@ fn both<S: Clone + Send + Sync + 'static>(
 }
 
 fn router(limits: Limits) -> Router {
-    let routes: [(&str, MethodRouter<Arc<Server>>); 17] = [
+    let routes: [(&str, MethodRouter<Arc<Server>>); 21] = [
         ("/instances", get(list).post(create)),
         ("/instances/{id}", axum::routing::delete(delete)),
         ("/instances/{id}/read/topology", get(topology)),
@@ -63,15 +66,122 @@ fn router(limits: Limits) -> Router {
         ("/instances/{id}/update/tick", post(tick)),
         ("/instances/{id}/update/set_time", post(set_time)),
         ("/instances/{id}/update/add_cycles", post(add_cycles)),
+        ("/instances/{id}/auto_progress", get(auto_progress_enabled).post(auto_progress)),
+        ("/instances/{id}/stop_progress", post(stop_progress)),
+        ("/http_gateway", post(start_gateway)),
+        ("/http_gateway/{id}/stop", post(stop_gateway)),
         ("/blobstore", post(upload_blob)),
         ("/blobstore/{id}", get(download_blob)),
     ];
     routes
         .into_iter()
         .fold(Router::new(), |router, (path, route)| both(router, path, route.fallback(unsupported)))
+        .route("/instances/{id}/api/{*rest}", axum::routing::any(instance_api))
         .fallback(unsupported)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(Arc::new(Server { instances: Store::new(limits), blobs: BlobStore::default() }))
+        .with_state(Arc::new(Server {
+            instances: Store::new(limits),
+            blobs: BlobStore::default(),
+            gateways: Default::default(),
+        }))
+}
+
+/// `auto_progress`: the instance's rounds run by themselves and the IC's
+/// HTTP interface serves it (at `/instances/<id>/api`, and at any gateway).
+async fn auto_progress(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(config): Body<AutoProgressConfig>,
+) -> Answer<()> {
+    if config.artificial_delay_ms.is_some() {
+        return Err(ApiError::bad_request(format!(
+            "an artificial delay is not supported by {DESCRIPTION}: use `multi_subnet network --round-ms`"
+        )));
+    }
+    server.instances.auto_progress(instance_id(&id)?)?;
+    Ok(Json(()))
+}
+
+async fn auto_progress_enabled(State(server): App, Path(id): Path<String>) -> Answer<bool> {
+    Ok(Json(server.instances.network(instance_id(&id)?).is_some()))
+}
+
+async fn stop_progress(State(server): App, Path(id): Path<String>) -> Answer<()> {
+    server.instances.stop_progress(instance_id(&id)?);
+    Ok(Json(()))
+}
+
+/// `/instances/<id>/api/...`: the IC's HTTP interface of a live instance.
+async fn instance_api(
+    State(server): App,
+    Path((id, rest)): Path<(String, String)>,
+    request: axum::extract::Request,
+) -> Result<Response, ApiError> {
+    use tower::ServiceExt;
+    let id = instance_id(&id)?;
+    let network = server.instances.network(id).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "instance {id} is not live: its IC HTTP interface serves after auto_progress"
+        ))
+    })?;
+    // A new request, so that this route's path parameters stay behind.
+    let (parts, body) = request.into_parts();
+    let mut inner = axum::extract::Request::new(body);
+    *inner.method_mut() = parts.method;
+    *inner.headers_mut() = parts.headers;
+    *inner.uri_mut() = format!("/api/{rest}").parse().map_err(|e| ApiError::bad_request(format!("{e}")))?;
+    Ok(ic_http::router(network).oneshot(inner).await.expect("infallible"))
+}
+
+/// `http_gateway`: the IC's HTTP interface of an instance (live from now
+/// on) on a port of its own, as PocketIC's `make_live` asks for it.
+async fn start_gateway(
+    State(server): App,
+    Body(config): Body<HttpGatewayConfig>,
+) -> Json<CreateHttpGatewayResponse> {
+    let refuse = |message: String| Json(CreateHttpGatewayResponse::Error { message });
+    let HttpGatewayBackend::PocketIcInstance(id) = config.forward_to else {
+        return refuse(format!(
+            "{DESCRIPTION} serves a gateway only to one of its instances, not to a replica"
+        ));
+    };
+    if config.https_config.is_some() || config.domains.as_ref().is_some_and(|d| !d.is_empty()) {
+        return refuse(format!("{DESCRIPTION} serves gateways over plain HTTP on localhost only"));
+    }
+    let network = match server.instances.auto_progress(id) {
+        Ok(network) => network,
+        Err(e) => return refuse(e.message),
+    };
+    let address = (config.ip_addr.as_deref().unwrap_or("127.0.0.1").to_string(), config.port.unwrap_or(0));
+    let listener = match TcpListener::bind(address).await {
+        Ok(listener) => listener,
+        Err(e) => return refuse(format!("cannot listen for the gateway: {e}")),
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        let _ = axum::serve(listener, ic_http::router(network)).with_graceful_shutdown(shutdown).await;
+    });
+    let mut gateways = server.gateways.lock().expect("not poisoned");
+    gateways.push(Some(stop));
+    Json(CreateHttpGatewayResponse::Created(HttpGatewayInfo { instance_id: gateways.len() - 1, port }))
+}
+
+async fn stop_gateway(State(server): App, Path(id): Path<String>) -> Answer<()> {
+    let stopped = id
+        .parse::<usize>()
+        .ok()
+        .and_then(|id| server.gateways.lock().expect("not poisoned").get_mut(id)?.take());
+    match stopped {
+        Some(stop) => {
+            let _ = stop.send(());
+            Ok(Json(()))
+        }
+        None => Err(ApiError::bad_request(format!("HTTP gateway not found: {id}"))),
+    }
 }
 
 /// Every other endpoint (and method) says so, naming it.

@@ -1,0 +1,117 @@
+//! PocketIC's live mode over the simulator: `auto_progress` runs an
+//! instance's rounds by themselves, with its time following the wall clock,
+//! and an HTTP gateway serves it through the IC's HTTP interface
+//! (`ic_http`), so that `PocketIc::make_live` hands back a URL an agent uses.
+
+use candid::Principal;
+use ic_http::{Backend, CanisterState, Reject, SubnetRanges};
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc;
+
+use crate::instance::Instance;
+use crate::instances::Job;
+
+/// An instance on its own thread, as an `ic_http` backend: each call runs
+/// as a job between the REST API's, so both can be used at once.
+pub struct Remote {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Remote {
+    pub fn new(jobs: mpsc::Sender<Job>) -> Self {
+        Self { jobs }
+    }
+
+    /// `f` on the instance; `gone` if it was deleted or its simulator failed.
+    fn run<R: Send + 'static>(&self, gone: R, f: impl FnOnce(&mut Instance) -> R + Send + 'static) -> R {
+        let (answer, answered) = mpsc::channel();
+        let job: Job = Box::new(move |instance, broken| {
+            if broken.is_some() {
+                return;
+            }
+            match std::panic::catch_unwind(AssertUnwindSafe(|| f(instance))) {
+                Ok(result) => {
+                    let _ = answer.send(result);
+                }
+                Err(_) => *broken = Some("it panicked serving the IC HTTP interface".into()),
+            }
+        });
+        if self.jobs.send(job).is_err() {
+            return gone;
+        }
+        answered.recv().unwrap_or(gone)
+    }
+}
+
+fn gone() -> Reject {
+    Reject {
+        code: ic_transport_types::RejectCode::SysFatal,
+        message: "the instance was deleted, or its simulator failed: it serves no more requests".into(),
+        error_code: "IC0101".into(),
+    }
+}
+
+impl Backend for Remote {
+    fn description(&self) -> String {
+        crate::IC_HTTP_DESCRIPTION.into()
+    }
+
+    fn subnets(&self) -> Vec<SubnetRanges> {
+        self.run(vec![], |i| Backend::subnets(i))
+    }
+
+    fn time(&self) -> u64 {
+        self.run(0, |i| Backend::time(i))
+    }
+
+    fn advance_time_to(&mut self, ns: u64) {
+        self.run((), move |i| i.advance_time_to(ns))
+    }
+
+    fn submit(
+        &mut self,
+        effective: Principal,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<u64, Reject> {
+        let method = method.to_string();
+        self.run(Err(gone()), move |i| Backend::submit(i, effective, canister, sender, &method, arg))
+    }
+
+    fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
+        self.run(Some(Err(gone())), move |i| Backend::outcome(i, ticket))
+    }
+
+    fn forget(&mut self, ticket: u64) {
+        self.run((), move |i| Backend::forget(i, ticket))
+    }
+
+    fn has_work(&self) -> bool {
+        self.run(false, |i| Backend::has_work(i))
+    }
+
+    fn take_changed_canisters(&mut self) -> Vec<Principal> {
+        self.run(vec![], |i| i.take_changed_canisters())
+    }
+
+    fn canister(&self, canister: Principal) -> Option<CanisterState> {
+        self.run(None, move |i| Backend::canister(i, canister))
+    }
+
+    fn tick(&mut self) {
+        self.run((), |i| i.tick())
+    }
+
+    fn query(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Vec<u8>, Reject> {
+        let method = method.to_string();
+        self.run(Err(gone()), move |i| Backend::query(i, canister, sender, &method, arg))
+    }
+}
