@@ -138,3 +138,64 @@ async fn at_a_fixed_pace_wall_time_follows_rounds() {
     let ratio = timed[0].as_secs_f64() / timed[1].as_secs_f64();
     assert!((2.5..8.0).contains(&ratio), "5 sequential calls took {ratio:.1}x as long as 5 parallel ones");
 }
+
+/// dfx's way (`dfx deploy --no-wallet`, ic-agent's v3 call): create with
+/// `provisional_create_canister_with_cycles` at dfx's default effective
+/// canister id, install, and poll `/canister/<id>/module_hash` until it is
+/// the module's sha256; a network with the system canisters, as
+/// `multi_subnet network` serves it.
+#[tokio::test]
+async fn dfx_creates_installs_and_reads_the_module_hash() {
+    use ic_management_canister_types::{
+        CanisterIdRecord, CanisterInstallMode, InstallCodeArgs, ProvisionalCreateCanisterWithCyclesArgs,
+    };
+    use sha2::Digest;
+    let make = || sim_server::ic_http_backend(Sim::builder().with_subnet().with_subnet().build()).unwrap();
+    let network = Network::start(make, ic_http::Options::default()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, ic_http::router(network)).await.unwrap() });
+    let dfx = agent(&url, 3).await;
+    let management = Principal::management_canister();
+    let dfx_default = Principal::from_text("rwlgt-iiaaa-aaaaa-aaaaa-cai").unwrap();
+    let create = ProvisionalCreateCanisterWithCyclesArgs {
+        amount: None,
+        settings: None,
+        specified_id: None,
+        sender_canister_version: None,
+    };
+    let created = dfx
+        .update(&management, "provisional_create_canister_with_cycles")
+        .with_effective_canister_id(dfx_default)
+        .with_arg(Encode!(&create).unwrap())
+        .call_and_wait()
+        .await
+        .unwrap();
+    let canister = Decode!(&created, CanisterIdRecord).unwrap().canister_id;
+    let wasm = canister_wasm::caller_and_callee().unwrap().callee;
+    let install = InstallCodeArgs {
+        mode: CanisterInstallMode::Install,
+        canister_id: canister,
+        wasm_module: wasm.clone(),
+        arg: Encode!().unwrap(),
+        sender_canister_version: None,
+    };
+    dfx.update(&management, "install_code")
+        .with_effective_canister_id(canister)
+        .with_arg(Encode!(&install).unwrap())
+        .call_and_wait()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let hash = loop {
+        if let Ok(hash) = dfx.read_state_canister_module_hash(canister).await {
+            break hash;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no module hash certified");
+    };
+    assert_eq!(hash, sha2::Sha256::digest(&wasm).to_vec());
+    let controllers = dfx.read_state_canister_controllers(canister).await.unwrap();
+    assert_eq!(controllers, vec![principal_of(3)]);
+    let pings = dfx.query(&canister, "pings_received").with_arg(Encode!().unwrap()).call().await.unwrap();
+    assert_eq!(Decode!(&pings, u64).unwrap(), 0);
+}
