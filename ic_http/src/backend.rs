@@ -72,8 +72,10 @@ pub trait Backend {
     /// its status (its expiry has passed) and will not ask again.
     fn forget(&mut self, ticket: u64);
 
-    /// Whether a round would do anything (a message to execute, a call in
-    /// flight). An idle network runs a round only now and then.
+    /// Whether the next round has a message to execute or deliver. Rounds
+    /// run back to back while it does; otherwise one every half second (and
+    /// one after new ingress), so a call that waits only for time (a
+    /// deadline, a timer) costs no rounds meanwhile.
     fn has_work(&self) -> bool;
 
     /// The canisters created, installed, changed or deleted since the last

@@ -33,6 +33,8 @@ pub(crate) struct Requests {
     running: BTreeMap<u64, RequestId>,
     /// The messages with an outcome, by expiry: the order they are forgotten in.
     done: BTreeSet<(u64, RequestId)>,
+    /// Whether a message came after the last round.
+    fresh: bool,
 }
 
 impl Requests {
@@ -50,6 +52,7 @@ impl Requests {
         ticket: u64,
     ) {
         self.running.insert(ticket, id);
+        self.fresh = true;
         self.by_id.insert(id, Request { sender, canister, subnet, expiry, ticket, done: false });
     }
 
@@ -58,9 +61,10 @@ impl Requests {
         self.by_id.get(id).is_some_and(|r| r.done)
     }
 
-    /// Whether any message is still running.
-    pub fn any_running(&self) -> bool {
-        !self.running.is_empty()
+    /// Whether a message came after the last round: the next round
+    /// certifies what it did (a management call is done when submitted).
+    pub fn fresh(&self) -> bool {
+        self.fresh
     }
 
     /// How many messages the network remembers.
@@ -78,6 +82,7 @@ impl Requests {
         outcome: impl Fn(u64) -> Option<Result<Vec<u8>, Reject>>,
         mut forget: impl FnMut(u64),
     ) -> Vec<Edits> {
+        self.fresh = false;
         let mut edits = vec![Edits::new(); subnets];
         let finished: Vec<(u64, Result<Vec<u8>, Reject>)> =
             self.running.keys().filter_map(|&ticket| outcome(ticket).map(|o| (ticket, o))).collect();

@@ -248,8 +248,7 @@ fn drive(
     interval: Option<Duration>,
 ) {
     let busy = |backend: &dyn Backend| {
-        interval.is_none()
-            && (backend.has_work() || certified.requests.lock().expect("not poisoned").any_running())
+        interval.is_none() && (backend.has_work() || certified.requests.lock().expect("not poisoned").fresh())
     };
     let pace = interval.unwrap_or(IDLE_ROUND_EVERY);
     let mut last = Instant::now();

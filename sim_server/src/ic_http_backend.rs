@@ -108,8 +108,7 @@ impl Backend for Instance {
     }
 
     fn has_work(&self) -> bool {
-        let outstanding = self.sim.outstanding();
-        outstanding.ingress > 0 || outstanding.messages > 0 || outstanding.calls_in_flight > 0
+        self.sim.busy()
     }
 
     fn take_changed_canisters(&mut self) -> Vec<Principal> {

@@ -284,6 +284,17 @@ impl Sim {
             .unwrap_or(0)
     }
 
+    /// Whether a message waits to be executed or delivered: the next tick
+    /// has work (a call that waits only for its deadline does not count).
+    /// Unlike [`Sim::outstanding`] it does not look at answered ingress
+    /// messages, so it stays cheap however many there are.
+    pub fn busy(&self) -> bool {
+        self.subnets
+            .iter()
+            .any(|s| !s.ingress_pool.is_empty() || !s.inbound.is_empty() || !s.in_transit.is_empty())
+            || self.canisters.values().any(|c| c.queued() > 0)
+    }
+
     /// What is still open: unanswered ingress, call contexts, held slots
     /// and messages not yet executed.
     pub fn outstanding(&self) -> Outstanding {
