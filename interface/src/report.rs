@@ -121,6 +121,13 @@ impl FailureKind {
     }
 }
 
+/// Refused calls are the ones [`FailureKind::not_performed`] names.
+impl ic_fanout::Refusal for FailureKind {
+    fn is_refusal(&self) -> bool {
+        self.not_performed()
+    }
+}
+
 /// Whether `message` is exactly "Canister <callee> is stopped" or "... is
 /// stopping".
 fn names_stopped(message: &str, callee: Principal) -> bool {

@@ -7,8 +7,12 @@ use interface::{
     FailureCount, FailureKind, MAX_BATCH, MAX_CALLEES, MAX_CALLS, Outcome, Plan, RetryPolicy, Strategy, Wait,
 };
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 
 use crate::guards::{self, CALLEE_ENV_VAR, CallCount};
+
+/// How the calls of one pass are paced: the library's paces.
+pub use ic_fanout::Pace;
 
 /// Why the caller refuses a request: its `Display` is the reject message.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -91,15 +95,6 @@ pub struct ValidPlan {
     pub timeout_seconds: Option<u32>,
 }
 
-/// How the calls of one pass are paced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pace {
-    /// Every call at once; those that find no slot fail.
-    AllAtOnce,
-    /// At most this many in flight (1: one after another).
-    Window(u64),
-}
-
 impl ValidPlan {
     /// The calls of the first pass: one ping each, or batches of `k`.
     pub fn calls(&self) -> Vec<CallId> {
@@ -119,9 +114,9 @@ impl ValidPlan {
 
     pub fn pace(&self) -> Pace {
         match self.strategy {
-            Strategy::Sequential => Pace::Window(1),
+            Strategy::Sequential => Pace::ONE_AT_A_TIME,
             Strategy::Parallel | Strategy::Batched => Pace::AllAtOnce,
-            Strategy::Bounded => Pace::Window(self.k),
+            Strategy::Bounded => Pace::Window(NonZeroU64::new(self.k).expect("k >= 1: checked")),
         }
     }
 }
@@ -395,8 +390,9 @@ mod tests {
         assert_eq!(pings, [10, 10, 5]);
         assert_eq!(batched.first_ping(batched.calls()[2]), 20);
         assert_eq!(batched.pace(), Pace::AllAtOnce);
-        assert_eq!(check(Plan::new(Strategy::Sequential, 3)).unwrap().pace(), Pace::Window(1));
-        assert_eq!(check(Plan::new(Strategy::Bounded, 3).with_k(7)).unwrap().pace(), Pace::Window(7));
+        assert_eq!(check(Plan::new(Strategy::Sequential, 3)).unwrap().pace(), Pace::ONE_AT_A_TIME);
+        let seven = Pace::Window(NonZeroU64::new(7).unwrap());
+        assert_eq!(check(Plan::new(Strategy::Bounded, 3).with_k(7)).unwrap().pace(), seven);
         assert_eq!(check(Plan::new(Strategy::Parallel, 3)).unwrap().calls().len(), 3);
     }
 

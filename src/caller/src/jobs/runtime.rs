@@ -114,7 +114,7 @@ async fn retry_pass(id: u64) {
     let attempts: BTreeMap<u64, u32> = due.iter().map(|p| (p.call.index, p.attempt)).collect();
     // A bounded plan's retries keep to its window; the others' go at once.
     let pace = match plan.pace() {
-        Pace::Window(k) if k > 1 => Pace::Window(k),
+        Pace::Window(k) if k.get() > 1 => Pace::Window(k),
         _ => Pace::AllAtOnce,
     };
     let tally = Pinger { plan: &plan, first_nonce }.run(pace, due.iter().map(|p| p.call).collect()).await;
