@@ -75,6 +75,17 @@ fn serve_limits_within_their_ranges() {
 }
 
 #[test]
+fn network_options_within_their_ranges_and_a_port_file_it_does_not_own() {
+    assert_refused(&["network", "--subnets", "0"], "1..=33");
+    assert_refused(&["network", "--subnets", "34"], "1..=33");
+    assert_refused(&["network", "--round-ms", "60001"], "0..=60000");
+    assert_refused(&["network", "--seed", "x"], "--seed");
+    let owned = tempfile::NamedTempFile::new().unwrap();
+    let (success, _, took) = harness(&["network", "--port-file", owned.path().to_str().unwrap()]);
+    assert!(success && took < Duration::from_secs(10), "exits 0 at once when the port file exists");
+}
+
+#[test]
 fn the_mainnet_profile_needs_the_simulator_and_its_options_need_the_profile() {
     let url = ["--engine", "pocket-ic", "--pocket-ic-url", "http://127.0.0.1:9/"];
     assert_refused(&[&url[..], &["--profile", "mainnet"]].concat(), "--profile mainnet needs the simulator");
