@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 /// The longest an ingress message lives (`MAX_INGRESS_TTL`), and the clock
 /// drift the validator permits on top of it.
-pub(crate) const MAX_INGRESS_TTL_NS: u64 = 300_000_000_000;
+const MAX_INGRESS_TTL_NS: u64 = 300_000_000_000;
 const PERMITTED_DRIFT_NS: u64 = 30_000_000_000;
 /// The replica's `MAXIMUM_NUMBER_OF_DELEGATIONS` and targets per delegation.
 const MAX_DELEGATIONS: usize = 20;
@@ -86,7 +86,8 @@ pub(crate) fn authenticate(envelope: Envelope<'_>, now: u64) -> Result<Authentic
     Ok(Authenticated { content, targets })
 }
 
-fn check_expiry(expiry: u64, now: u64) -> Result<(), String> {
+/// The replica's ingress expiry window: from `now` to 5 min 30 s after.
+pub(crate) fn check_expiry(expiry: u64, now: u64) -> Result<(), String> {
     let latest = now.saturating_add(MAX_INGRESS_TTL_NS + PERMITTED_DRIFT_NS);
     if expiry < now || expiry > latest {
         return Err(format!(

@@ -82,6 +82,9 @@ pub trait Backend {
     /// call: their entries in the state tree are written anew.
     fn take_changed_canisters(&mut self) -> Vec<Principal>;
 
+    /// Every canister there is: a network certifies them all when it starts.
+    fn canister_ids(&self) -> Vec<Principal>;
+
     /// What the state tree shows of `canister`; `None` if there is none.
     fn canister(&self, canister: Principal) -> Option<CanisterState>;
 

@@ -25,6 +25,10 @@ impl HttpError {
         Self { status: StatusCode::NOT_FOUND, message: message.into() }
     }
 
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::FORBIDDEN, message: message.into() }
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self { status: StatusCode::INTERNAL_SERVER_ERROR, message: message.into() }
     }

@@ -26,7 +26,8 @@ pub(crate) fn to_cbor(value: &impl Serialize) -> Vec<u8> {
     serializer.into_inner()
 }
 
-fn leb128(n: u64) -> Vec<u8> {
+/// `n` as the state tree writes numbers (`/time`, reject codes).
+pub(crate) fn leb128(n: u64) -> Vec<u8> {
     let mut bytes = vec![];
     leb128::write::unsigned(&mut bytes, n).expect("writing to a Vec");
     bytes
@@ -163,11 +164,15 @@ impl Subnet {
     /// A certificate (CBOR) of the last certified state's `paths`, with the
     /// root's delegation.
     pub fn certificate(&self, paths: &[Path]) -> Vec<u8> {
-        let certified = self.certified.read().expect("not poisoned");
-        to_cbor(&Certificate {
-            tree: witness(&certified.tree, paths),
-            signature: certified.signature.clone(),
-            delegation: Some(self.delegation.clone()),
-        })
+        // A path under another one adds nothing to its witness: each is
+        // witnessed once however often a request repeats it.
+        let mut paths = paths.to_vec();
+        paths.sort();
+        paths.dedup_by(|longer, shorter| longer.starts_with(shorter));
+        let (tree, signature) = {
+            let certified = self.certified.read().expect("not poisoned");
+            (witness(&certified.tree, &paths), certified.signature.clone())
+        };
+        to_cbor(&Certificate { tree, signature, delegation: Some(self.delegation.clone()) })
     }
 }

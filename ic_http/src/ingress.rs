@@ -1,13 +1,18 @@
 //! Ingress messages by request id: each executes once however often it is
-//! submitted, its outcome goes into its subnet's certified tree, and both
+//! submitted, its status goes into its subnet's certified tree, and both
 //! are forgotten once its expiry has passed (the replica prunes them too).
+//!
+//! A round works in two phases, so that what handlers read here never runs
+//! ahead of the certified trees: [`Requests::round`] turns the outcomes the
+//! backend reports into tree edits, and once the trees are certified,
+//! [`Requests::settle`] marks those messages done and forgets the expired.
 
 use candid::Principal;
 use ic_transport_types::RequestId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::backend::Reject;
-use crate::certification::{Path, Tree};
+use crate::certification::{Path, Tree, leb128};
 
 /// Changes to a tree: a value to write, or `None` to delete the subtree.
 pub(crate) type Edits = Vec<(Path, Option<Vec<u8>>)>;
@@ -19,10 +24,21 @@ pub(crate) struct Request {
     /// The canister it was sent to.
     pub canister: Principal,
     /// The subnet (index) whose tree certifies its status.
-    pub subnet: usize,
-    pub expiry: u64,
+    subnet: usize,
+    expiry: u64,
     ticket: u64,
     done: bool,
+}
+
+/// What a round decided, to settle once the trees are certified.
+#[derive(Default)]
+pub(crate) struct Decided {
+    /// Edits of each subnet's tree.
+    pub edits: Vec<Edits>,
+    /// The messages with an outcome now.
+    done: Vec<RequestId>,
+    /// The messages to forget, and their tickets for the backend.
+    pub expired: Vec<(RequestId, u64)>,
 }
 
 /// The ingress messages the network has accepted and not yet forgotten.
@@ -33,8 +49,8 @@ pub(crate) struct Requests {
     running: BTreeMap<u64, RequestId>,
     /// The messages with an outcome, by expiry: the order they are forgotten in.
     done: BTreeSet<(u64, RequestId)>,
-    /// Whether a message came after the last round.
-    fresh: bool,
+    /// Messages that came after the last round: it marks them `processing`.
+    fresh: Vec<RequestId>,
 }
 
 impl Requests {
@@ -52,11 +68,11 @@ impl Requests {
         ticket: u64,
     ) {
         self.running.insert(ticket, id);
-        self.fresh = true;
+        self.fresh.push(id);
         self.by_id.insert(id, Request { sender, canister, subnet, expiry, ticket, done: false });
     }
 
-    /// Whether the message has an outcome.
+    /// Whether the message's outcome is certified.
     pub fn is_done(&self, id: &RequestId) -> bool {
         self.by_id.get(id).is_some_and(|r| r.done)
     }
@@ -64,7 +80,7 @@ impl Requests {
     /// Whether a message came after the last round: the next round
     /// certifies what it did (a management call is done when submitted).
     pub fn fresh(&self) -> bool {
-        self.fresh
+        !self.fresh.is_empty()
     }
 
     /// How many messages the network remembers.
@@ -72,53 +88,74 @@ impl Requests {
         self.by_id.len()
     }
 
-    /// The outcomes `outcome` now knows, as edits of each of `subnets`
-    /// trees, and the messages whose expiry is before `now`, deleted; the
-    /// latter's tickets are passed to `forget`.
+    /// The tickets of the messages still running, for the backend to report on.
+    pub fn running(&self) -> Vec<u64> {
+        self.running.keys().copied().collect()
+    }
+
+    /// A round's decisions: the statuses of the new messages (`processing`)
+    /// and of those with an `outcome` now, as edits of each of `subnets`
+    /// trees, and the answered messages whose expiry is before `now`, to
+    /// delete. Nothing handlers read changes until [`Requests::settle`].
     pub fn round(
         &mut self,
         subnets: usize,
         now: u64,
-        outcome: impl Fn(u64) -> Option<Result<Vec<u8>, Reject>>,
-        mut forget: impl FnMut(u64),
-    ) -> Vec<Edits> {
-        self.fresh = false;
-        let mut edits = vec![Edits::new(); subnets];
-        let finished: Vec<(u64, Result<Vec<u8>, Reject>)> =
-            self.running.keys().filter_map(|&ticket| outcome(ticket).map(|o| (ticket, o))).collect();
-        for (ticket, result) in finished {
-            let id = self.running.remove(&ticket).expect("listed as running");
-            let request = self.by_id.get_mut(&id).expect("a running message is known");
-            request.done = true;
-            self.done.insert((request.expiry, id));
-            edits[request.subnet]
-                .extend(status_entries(&id, result).into_iter().map(|(path, value)| (path, Some(value))));
+        outcomes: Vec<(u64, Result<Vec<u8>, Reject>)>,
+    ) -> Decided {
+        let mut decided = Decided { edits: vec![Edits::new(); subnets], ..Decided::default() };
+        let mut answered = BTreeSet::new();
+        for (ticket, result) in outcomes {
+            let Some(id) = self.running.remove(&ticket) else { continue };
+            let request = &self.by_id[&id];
+            let entries =
+                status_entries(&id, Some(result)).into_iter().map(|(path, value)| (path, Some(value)));
+            decided.edits[request.subnet].extend(entries);
+            decided.done.push(id);
+            answered.insert(id);
         }
-        while let Some(&(expiry, id)) = self.done.first()
-            && expiry < now
-        {
-            self.done.pop_first();
-            let request = self.by_id.remove(&id).expect("a message with an outcome is known");
-            forget(request.ticket);
-            edits[request.subnet].push((vec![b"request_status".to_vec(), id.as_slice().to_vec()], None));
+        for id in std::mem::take(&mut self.fresh) {
+            if let Some(request) = self.by_id.get(&id).filter(|_| !answered.contains(&id)) {
+                let entries = status_entries(&id, None).into_iter().map(|(path, value)| (path, Some(value)));
+                decided.edits[request.subnet].extend(entries);
+            }
         }
-        edits
+        let expired = self.done.iter().take_while(|(expiry, _)| *expiry < now).map(|&(_, id)| id);
+        for id in expired.collect::<Vec<_>>() {
+            let request = &self.by_id[&id];
+            decided.edits[request.subnet]
+                .push((vec![b"request_status".to_vec(), id.as_slice().to_vec()], None));
+            decided.expired.push((id, request.ticket));
+        }
+        decided
+    }
+
+    /// Once the trees hold a round's decisions: its messages are done, and
+    /// the expired ones forgotten.
+    pub fn settle(&mut self, decided: &Decided) {
+        for (id, _) in &decided.expired {
+            if let Some(request) = self.by_id.remove(id) {
+                self.done.remove(&(request.expiry, *id));
+            }
+        }
+        for id in &decided.done {
+            if let Some(request) = self.by_id.get_mut(id) {
+                request.done = true;
+                self.done.insert((request.expiry, *id));
+            }
+        }
     }
 }
 
-fn leb128(n: u64) -> Vec<u8> {
-    let mut bytes = vec![];
-    leb128::write::unsigned(&mut bytes, n).expect("writing to a Vec");
-    bytes
-}
-
-/// `/request_status/<id>/...` as the interface specification lays it out.
-fn status_entries(id: &RequestId, result: Result<Vec<u8>, Reject>) -> Vec<(Path, Vec<u8>)> {
+/// `/request_status/<id>/...` as the interface specification lays it out;
+/// `None`: still `processing`.
+fn status_entries(id: &RequestId, result: Option<Result<Vec<u8>, Reject>>) -> Vec<(Path, Vec<u8>)> {
     let at =
         |label: &str| vec![b"request_status".to_vec(), id.as_slice().to_vec(), label.as_bytes().to_vec()];
     match result {
-        Ok(reply) => vec![(at("status"), b"replied".to_vec()), (at("reply"), reply)],
-        Err(reject) => vec![
+        None => vec![(at("status"), b"processing".to_vec())],
+        Some(Ok(reply)) => vec![(at("status"), b"replied".to_vec()), (at("reply"), reply)],
+        Some(Err(reject)) => vec![
             (at("status"), b"rejected".to_vec()),
             (at("reject_code"), leb128(reject.code as u64)),
             (at("reject_message"), reject.message.into_bytes()),

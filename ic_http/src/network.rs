@@ -99,9 +99,10 @@ impl Network {
             .spawn(move || {
                 let mut backend = make();
                 let time = follow_clock(&mut *backend, &clock);
+                let keys = Keys::from_seed(options.seed);
                 let certified = Arc::new(Certified {
-                    keys: Keys::from_seed(options.seed),
-                    subnets: certification::subnets(&Keys::from_seed(options.seed), &backend.subnets(), time),
+                    subnets: certification::subnets(&keys, &backend.subnets(), time),
+                    keys,
                     description: backend.description(),
                     clock,
                     requests: Mutex::default(),
@@ -251,6 +252,9 @@ fn drive(
         interval.is_none() && (backend.has_work() || certified.requests.lock().expect("not poisoned").fresh())
     };
     let pace = interval.unwrap_or(IDLE_ROUND_EVERY);
+    // The first round certifies every canister there already is (another
+    // network may have taken their changes before this one started).
+    let mut unseen = backend.canister_ids();
     let mut last = Instant::now();
     loop {
         let wait = if busy(backend) { Duration::ZERO } else { pace.saturating_sub(last.elapsed()) };
@@ -268,41 +272,47 @@ fn drive(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        if busy(backend) || last.elapsed() >= pace {
+        if busy(backend) || last.elapsed() >= pace || !unseen.is_empty() {
             last = Instant::now();
-            round(backend, certified);
+            round(backend, certified, std::mem::take(&mut unseen));
         }
     }
 }
 
-/// One round: time follows the clock, every subnet executes, and each
-/// certifies its new state with the outcomes the round produced.
-fn round(backend: &mut dyn Backend, certified: &Certified) {
+/// One round: time follows the clock, every subnet executes and certifies
+/// its new state (the statuses the round decided, the canisters that
+/// changed, and `unseen` ones); only then do handlers see the round's
+/// decisions, so that nothing they read runs ahead of a certificate.
+fn round(backend: &mut dyn Backend, certified: &Certified, unseen: Vec<Principal>) {
     let time = follow_clock(backend, &certified.clock);
     backend.tick();
-    let mut forgotten = vec![];
-    let mut edits = certified.requests.lock().expect("not poisoned").round(
-        certified.subnets.len(),
-        (certified.clock)(),
-        |ticket| backend.outcome(ticket),
-        |ticket| forgotten.push(ticket),
-    );
-    for ticket in forgotten {
+    let running = certified.requests.lock().expect("not poisoned").running();
+    let outcomes =
+        running.into_iter().filter_map(|ticket| Some((ticket, backend.outcome(ticket)?))).collect();
+    let now = (certified.clock)();
+    let mut decided =
+        certified.requests.lock().expect("not poisoned").round(certified.subnets.len(), now, outcomes);
+    for &(_, ticket) in &decided.expired {
         backend.forget(ticket);
     }
-    let mut readers = certified.readers.lock().expect("not poisoned");
-    for canister in backend.take_changed_canisters() {
+    let mut readers = vec![];
+    for canister in backend.take_changed_canisters().into_iter().chain(unseen) {
         let Some(subnet) = certified.subnets.iter().position(|s| s.hosts(canister)) else { continue };
         let state = backend.canister(canister);
-        edits[subnet].extend(canister_entries(canister, state.as_ref()));
-        match state {
-            Some(state) => readers.insert(canister, Readers::of(state)),
-            None => readers.remove(&canister),
-        };
+        decided.edits[subnet].extend(canister_entries(canister, state.as_ref()));
+        readers.push((canister, state.map(Readers::of)));
     }
-    drop(readers);
-    for (subnet, edits) in certified.subnets.iter().zip(edits) {
+    for (subnet, edits) in certified.subnets.iter().zip(std::mem::take(&mut decided.edits)) {
         subnet.certify(time, |tree| ingress::apply(tree, edits));
     }
+    certified.requests.lock().expect("not poisoned").settle(&decided);
+    let mut who_reads = certified.readers.lock().expect("not poisoned");
+    for (canister, readers) in readers {
+        match readers {
+            Some(readers) => who_reads.insert(canister, readers),
+            None => who_reads.remove(&canister),
+        };
+    }
+    drop(who_reads);
     certified.rounds.send_modify(|rounds| *rounds += 1);
 }

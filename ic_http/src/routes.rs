@@ -104,16 +104,21 @@ async fn query(
 ) -> Result<Response, HttpError> {
     read_version(&version)?;
     let effective = principal(&effective)?;
-    let request = authenticated(&network, &headers, &body)?;
-    let request_id = request.content.to_request_id();
-    let EnvelopeContent::Query { sender, canister_id, method_name, arg, .. } = request.content else {
+    // The replica's order: the request's kind and its canister, then who sent it.
+    let envelope = cbor::envelope(&headers, &body)?;
+    let EnvelopeContent::Query { canister_id, .. } = envelope.content.as_ref() else {
         return Err(HttpError::bad_request("Malformed request: the endpoint takes a query"));
     };
-    if canister_id != Principal::management_canister() && canister_id != effective {
+    if *canister_id != Principal::management_canister() && *canister_id != effective {
         return Err(HttpError::bad_request(format!(
             "Specified CanisterId {canister_id} does not match effective canister id in URL {effective}"
         )));
     }
+    let request = auth::authenticate(envelope, network.now()).map_err(HttpError::bad_request)?;
+    let request_id = request.content.to_request_id();
+    let EnvelopeContent::Query { sender, canister_id, method_name, arg, .. } = request.content else {
+        unreachable!("authenticate keeps the content's kind, a query");
+    };
     let (_, subnet) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
     let result = network
         .run(move |backend| backend.query(canister_id, sender, &method_name, arg))
@@ -251,12 +256,13 @@ async fn read_canister_state(
     if let Some(id) = request_id
         && let Some(sent) = network.requests().get(&RequestId::new(&id))
     {
-        let forbidden = |message: &str| HttpError { status: StatusCode::FORBIDDEN, message: message.into() };
         if sent.sender != reader {
-            return Err(forbidden("The user tries to access Request ID not signed by the caller."));
+            return Err(HttpError::forbidden(
+                "The user tries to access Request ID not signed by the caller.",
+            ));
         }
         if request.targets.is_some_and(|targets| !targets.contains(&sent.canister)) {
-            return Err(forbidden(
+            return Err(HttpError::forbidden(
                 "The user tries to access request IDs not belonging to sender delegation targets.",
             ));
         }
@@ -268,13 +274,10 @@ async fn read_canister_state(
             && readers.private.iter().any(|private| private.as_bytes() == name.as_slice())
             && !readers.controllers.contains(&reader)
         {
-            return Err(HttpError {
-                status: StatusCode::FORBIDDEN,
-                message: format!(
-                    "Custom section {:.100} can only be requested by the controllers of the canister.",
-                    String::from_utf8_lossy(name)
-                ),
-            });
+            return Err(HttpError::forbidden(format!(
+                "Custom section {:.100} can only be requested by the controllers of the canister.",
+                String::from_utf8_lossy(name)
+            )));
         }
     }
     let (_, subnet) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
@@ -337,7 +340,12 @@ async fn call(
     let request = auth::authenticate(envelope, network.now()).map_err(HttpError::bad_request)?;
     let id = request.content.to_request_id();
     let (subnet, _) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
-    if let Err(reject) = submit(&network, id, request.content, effective, subnet).await? {
+    let EnvelopeContent::Call { sender, canister_id, method_name, arg, ingress_expiry, .. } = request.content
+    else {
+        unreachable!("authenticate keeps the content's kind, a call");
+    };
+    let message = Message { id, sender, canister_id, method_name, arg, ingress_expiry, effective, subnet };
+    if let Err(reject) = submit(&network, message).await? {
         let reject = RejectResponse {
             reject_code: reject.code,
             reject_message: reject.message,
@@ -362,30 +370,42 @@ async fn call(
     Ok(Cbor(TransportCallResponse::Replied { certificate }).into_response())
 }
 
-/// Hands the message to the backend, unless it has it already (a request
-/// id executes once, however often it is submitted).
-async fn submit(
-    network: &Network,
+/// An authenticated call, and where it goes.
+struct Message {
     id: RequestId,
-    content: EnvelopeContent,
+    sender: Principal,
+    canister_id: Principal,
+    method_name: String,
+    arg: Vec<u8>,
+    ingress_expiry: u64,
     effective: Principal,
     subnet: usize,
-) -> Result<Result<(), crate::Reject>, HttpError> {
-    let EnvelopeContent::Call { sender, canister_id, method_name, arg, ingress_expiry, .. } = content else {
-        unreachable!("checked by the caller: a call");
-    };
+}
+
+/// Hands the message to the backend, unless it has it already (a request
+/// id executes once, however often it is submitted). The expiry is checked
+/// again on the backend's thread, where rounds forget expired requests: a
+/// replay that raced its request's pruning is refused there, not executed.
+async fn submit(network: &Network, message: Message) -> Result<Result<(), crate::Reject>, HttpError> {
     let shared = network.clone();
-    network
-        .run(move |backend| {
-            if shared.requests().get(&id).is_some() {
-                return Ok(());
+    let submitted = network
+        .run(move |backend| -> Result<Result<(), crate::Reject>, String> {
+            if shared.requests().get(&message.id).is_some() {
+                return Ok(Ok(()));
             }
-            let ticket = backend.submit(effective, canister_id, sender, &method_name, arg)?;
+            auth::check_expiry(message.ingress_expiry, shared.now())?;
+            let Message { id, sender, canister_id, method_name, arg, ingress_expiry, effective, subnet } =
+                message;
+            let ticket = match backend.submit(effective, canister_id, sender, &method_name, arg) {
+                Ok(ticket) => ticket,
+                Err(reject) => return Ok(Err(reject)),
+            };
             shared.requests().insert(id, sender, canister_id, subnet, ingress_expiry, ticket);
-            Ok(())
+            Ok(Ok(()))
         })
         .await
-        .map_err(HttpError::internal)
+        .map_err(HttpError::internal)?;
+    submitted.map_err(HttpError::bad_request)
 }
 
 /// Waits until a round has certified the message's outcome, at most `timeout`.
@@ -419,6 +439,7 @@ pub fn serve_forever(
     announce: impl FnOnce(std::net::SocketAddr),
 ) -> std::io::Result<bool> {
     use std::io::Write;
+    let port_file_path = port_file;
     let port_file = match port_file {
         Some(path) => match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
             Ok(file) => Some(file),
@@ -429,7 +450,16 @@ pub fn serve_forever(
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                // The file says a server owns the port: none does.
+                if let Some(path) = port_file_path {
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(e);
+            }
+        };
         let address = listener.local_addr()?;
         announce(address);
         if let Some(mut file) = port_file {

@@ -110,6 +110,10 @@ impl Backend for Echo {
         vec![]
     }
 
+    fn canister_ids(&self) -> Vec<Principal> {
+        vec![]
+    }
+
     fn canister(&self, _: Principal) -> Option<ic_http::CanisterState> {
         None
     }

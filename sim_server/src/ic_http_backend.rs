@@ -115,6 +115,10 @@ impl Backend for Instance {
         std::mem::take(&mut self.changed).into_iter().collect()
     }
 
+    fn canister_ids(&self) -> Vec<Principal> {
+        self.canisters.keys().copied().collect()
+    }
+
     fn canister(&self, canister: Principal) -> Option<CanisterState> {
         let info = self.canisters.get(&canister)?;
         Some(CanisterState {

@@ -75,6 +75,8 @@ pub struct Instance {
     /// canister answer at their ids (`multi_subnet network`; a PocketIC
     /// instance has none, as PocketIC without its ICP features).
     pub system_canisters: bool,
+    /// Blocks the cycles ledger stand-in has answered with.
+    pub ledger_blocks: u64,
 }
 
 fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
@@ -90,6 +92,7 @@ impl Instance {
             next_message: 0,
             changed: BTreeSet::new(),
             system_canisters: false,
+            ledger_blocks: 0,
         }
     }
 

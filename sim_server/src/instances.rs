@@ -138,24 +138,36 @@ impl Store {
     /// Ends the instance's thread, which drops its simulator. `false` if there was none.
     pub fn delete(&self, id: InstanceId) -> bool {
         self.stop_progress(id);
-        let mut instances = self.instances.lock().expect("not poisoned");
-        instances.get_mut(&id).and_then(Option::take).is_some()
+        let Some(jobs) = self.instances.lock().expect("not poisoned").get_mut(&id).and_then(Option::take)
+        else {
+            return false;
+        };
+        // A network still serving the instance (a gateway's) holds a sender
+        // too: the simulator goes now, and what asks for it is told so.
+        let drop_sim: Job = Box::new(|instance, broken| {
+            *broken = Some("the instance was deleted".into());
+            *instance = Instance::new(Sim::builder().with_subnet().build());
+        });
+        let _ = jobs.send(drop_sim);
+        true
     }
 
     /// `auto_progress`: the instance's rounds run by themselves, its time
     /// follows the wall clock, and the returned network serves it through
     /// the IC's HTTP interface (the same one again if it is already live).
+    /// It blocks until the network has certified its first state: run it
+    /// off the async runtime's threads.
     pub fn auto_progress(&self, id: InstanceId) -> Result<ic_http::Network, ApiError> {
-        let mut live = self.live.lock().expect("not poisoned");
-        if let Some(network) = live.get(&id) {
-            return Ok(network.clone());
+        if let Some(network) = self.network(id) {
+            return Ok(network);
         }
         let jobs = self.jobs(id)?;
         let make = move || -> Box<dyn ic_http::Backend> { Box::new(Remote::new(jobs)) };
         let network =
             ic_http::Network::start(make, ic_http::Options::default()).map_err(ApiError::internal)?;
-        live.insert(id, network.clone());
-        Ok(network)
+        // Two requests may have started one each: the first one kept serves.
+        let mut live = self.live.lock().expect("not poisoned");
+        Ok(live.entry(id).or_insert(network).clone())
     }
 
     /// The instance's network, if it is in auto progress.

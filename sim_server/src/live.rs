@@ -96,6 +96,10 @@ impl Backend for Remote {
         self.run(vec![], |i| i.take_changed_canisters())
     }
 
+    fn canister_ids(&self) -> Vec<Principal> {
+        self.run(vec![], |i| Backend::canister_ids(i))
+    }
+
     fn canister(&self, canister: Principal) -> Option<CanisterState> {
         self.run(None, move |i| Backend::canister(i, canister))
     }

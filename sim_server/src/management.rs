@@ -304,6 +304,15 @@ fn install_chunked(
     let chunks = &instance.canister(canister)?.chunks;
     let mut wasm_module = vec![];
     for ChunkHash { hash } in &args.chunk_hashes_list {
+        // A list may name one chunk many times: the module it makes is
+        // capped as the store is (and as the replica caps a module).
+        if wasm_module.len() > MAX_CHUNKS * MAX_CHUNK_BYTES {
+            return Err(errors::reject(
+                RejectCode::CanisterReject,
+                ErrorCode::CanisterContractViolation,
+                format!("the chunks listed make a module over {} bytes", MAX_CHUNKS * MAX_CHUNK_BYTES),
+            ));
+        }
         let chunk = chunks.get(hash).ok_or_else(|| {
             errors::reject(
                 RejectCode::CanisterReject,
@@ -338,12 +347,19 @@ fn install_chunked(
     install(instance, canister, sender, args)
 }
 
+/// The largest module the replica takes, unpacked (100 MiB).
+const MAX_WASM_BYTES: u64 = 100 << 20;
+
 fn unpack(module: Vec<u8>) -> std::io::Result<Vec<u8>> {
     if !module.starts_with(&[0x1f, 0x8b]) {
         return Ok(module);
     }
     let mut wasm = vec![];
-    flate2::read::GzDecoder::new(module.as_slice()).read_to_end(&mut wasm)?;
+    // A few KiB may unpack to gigabytes: stop one byte past the limit.
+    flate2::read::GzDecoder::new(module.as_slice()).take(MAX_WASM_BYTES + 1).read_to_end(&mut wasm)?;
+    if wasm.len() as u64 > MAX_WASM_BYTES {
+        return Err(std::io::Error::other(format!("the module unpacks to more than {MAX_WASM_BYTES} bytes")));
+    }
     Ok(wasm)
 }
 

@@ -33,9 +33,12 @@ const BODY_LIMIT: usize = 64 << 20;
 struct Server {
     instances: Store,
     blobs: BlobStore,
-    /// HTTP gateways, by id: each stops when its sender is sent or dropped.
-    gateways: std::sync::Mutex<Vec<Option<tokio::sync::oneshot::Sender<()>>>>,
+    /// HTTP gateways, by id; `None` once stopped.
+    gateways: std::sync::Mutex<Vec<Option<Gateway>>>,
 }
+
+/// The instance a gateway serves, and what stops it (sent or dropped).
+type Gateway = (usize, tokio::sync::oneshot::Sender<()>);
 
 type App = State<Arc<Server>>;
 type Answer<T> = Result<Json<T>, ApiError>;
@@ -98,7 +101,7 @@ async fn auto_progress(
             "an artificial delay is not supported by {DESCRIPTION}: use `multi_subnet network --round-ms`"
         )));
     }
-    server.instances.auto_progress(instance_id(&id)?)?;
+    live(&server, instance_id(&id)?).await?;
     Ok(Json(()))
 }
 
@@ -109,6 +112,14 @@ async fn auto_progress_enabled(State(server): App, Path(id): Path<String>) -> An
 async fn stop_progress(State(server): App, Path(id): Path<String>) -> Answer<()> {
     server.instances.stop_progress(instance_id(&id)?);
     Ok(Json(()))
+}
+
+/// The instance's network, started off the runtime's threads if need be.
+async fn live(server: &Arc<Server>, id: usize) -> Result<ic_http::Network, ApiError> {
+    let server = server.clone();
+    tokio::task::spawn_blocking(move || server.instances.auto_progress(id))
+        .await
+        .map_err(|e| ApiError::internal(format!("starting auto progress failed: {e}")))?
 }
 
 /// `/instances/<id>/api/...`: the IC's HTTP interface of a live instance.
@@ -148,7 +159,7 @@ async fn start_gateway(
     if config.https_config.is_some() || config.domains.as_ref().is_some_and(|d| !d.is_empty()) {
         return refuse(format!("{DESCRIPTION} serves gateways over plain HTTP on localhost only"));
     }
-    let network = match server.instances.auto_progress(id) {
+    let network = match live(&server, id).await {
         Ok(network) => network,
         Err(e) => return refuse(e.message),
     };
@@ -166,7 +177,7 @@ async fn start_gateway(
         let _ = axum::serve(listener, ic_http::router(network)).with_graceful_shutdown(shutdown).await;
     });
     let mut gateways = server.gateways.lock().expect("not poisoned");
-    gateways.push(Some(stop));
+    gateways.push(Some((id, stop)));
     Json(CreateHttpGatewayResponse::Created(HttpGatewayInfo { instance_id: gateways.len() - 1, port }))
 }
 
@@ -176,7 +187,7 @@ async fn stop_gateway(State(server): App, Path(id): Path<String>) -> Answer<()> 
         .ok()
         .and_then(|id| server.gateways.lock().expect("not poisoned").get_mut(id)?.take());
     match stopped {
-        Some(stop) => {
+        Some((_, stop)) => {
             let _ = stop.send(());
             Ok(Json(()))
         }
@@ -218,6 +229,12 @@ async fn create(
 
 async fn delete(State(server): App, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     let id = instance_id(&id)?;
+    // Its gateways stop with it.
+    for gateway in server.gateways.lock().expect("not poisoned").iter_mut() {
+        if gateway.as_ref().is_some_and(|(instance, _)| *instance == id) {
+            gateway.take();
+        }
+    }
     if server.instances.delete(id) { Ok(StatusCode::OK) } else { Err(ApiError::instance_not_found(id)) }
 }
 

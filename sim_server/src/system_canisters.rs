@@ -143,7 +143,8 @@ fn create_canister(instance: &mut Instance, sender: Principal, arg: &[u8]) -> Ca
         .map_err(|e| reject(format!("Failed to create canister: {}", e.message)))??;
     let record = Decode!(&created, ic_management_canister_types::CanisterIdRecord)
         .expect("the management canister's reply");
-    let block_id = Nat::from(instance.canisters.len());
+    instance.ledger_blocks += 1;
+    let block_id = Nat::from(instance.ledger_blocks);
     Ok(candid::encode_one(CreateCanisterResponse::Ok { block_id, canister_id: record.canister_id })
         .expect("encodes"))
 }
