@@ -132,6 +132,45 @@ fn pocket_ic_client_on_sim_server_installs_a_module_in_chunks() {
     assert_eq!(status.module_hash, Some(sha2::Sha256::digest(&wasm).to_vec()));
 }
 
+/// A gzipped module that would unpack past the replica's 100 MiB is
+/// refused as it unpacks, not unpacked in full.
+#[test]
+fn pocket_ic_client_on_sim_server_refuses_a_gzip_bomb() {
+    use flate2::{Compression, write::GzEncoder};
+    use ic_management_canister_types::{CanisterInstallMode, InstallCodeArgs};
+    use std::io::Write;
+    let pic = PocketIcBuilder::new().with_server_url(url()).with_application_subnet().build();
+    let canister = pic.create_canister();
+    let mut bomb = GzEncoder::new(Vec::new(), Compression::best());
+    let mib = vec![0u8; 1 << 20];
+    (0..101).for_each(|_| bomb.write_all(&mib).unwrap());
+    let bomb = bomb.finish().unwrap();
+    assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+    let install = InstallCodeArgs {
+        mode: CanisterInstallMode::Install,
+        canister_id: canister,
+        wasm_module: bomb,
+        arg: vec![],
+        sender_canister_version: None,
+    };
+    let management = Principal::management_canister();
+    let effective = RawEffectivePrincipal::CanisterId(canister.as_slice().to_vec());
+    let refused = pic
+        .update_call_with_effective_principal(
+            management,
+            effective,
+            Principal::anonymous(),
+            "install_code",
+            Encode!(&install).unwrap(),
+        )
+        .unwrap_err();
+    assert!(
+        refused.reject_message.contains("unpacks to more than 104857600 bytes"),
+        "{}",
+        refused.reject_message
+    );
+}
+
 fn post(path: &str, body: &str) -> (StatusCode, String) {
     let response = reqwest::blocking::Client::new()
         .post(url().join(path).unwrap())
