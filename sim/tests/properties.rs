@@ -6,7 +6,7 @@ mod common;
 use candid::Principal;
 use common::*;
 use proptest::prelude::*;
-use sim::{MessageId, Sim, SimConfig};
+use sim::{IDS_PER_SUBNET, MessageId, Sim, SimConfig};
 
 /// One `fan_out` message: submitted `after_ticks` ticks after the previous
 /// one, making calls to callees by index.
@@ -175,6 +175,28 @@ proptest! {
         prop_assert_eq!(w.sim.time(), u64::MAX);
         let _ = w.sim.ingress_status(message);
     }
+}
+
+proptest! {
+    /// Reserving any number of ids, then creating a canister: a subnet
+    /// never assigns an id outside its range (refused once it is full).
+    #[test]
+    fn reserved_ids_never_leave_the_subnets_range(reserve in prop_oneof![Just(u64::MAX), Just(IDS_PER_SUBNET), any::<u64>()]) {
+        let mut sim = Sim::builder().with_subnet().with_subnet().build();
+        let reserved = sim.reserve_canister_ids(0, reserve);
+        prop_assert_eq!(reserved.is_ok(), reserve <= IDS_PER_SUBNET);
+        match sim.create_canister(0, vec![]) {
+            Ok(id) => prop_assert_eq!(sim_canister_subnet(&sim, id), Some(0)),
+            Err(e) => prop_assert!(e.to_string().contains("has no canister ids left"), "{}", e),
+        }
+    }
+}
+
+/// The subnet whose range holds `id`, as the routing table says.
+fn sim_canister_subnet(sim: &Sim, id: Principal) -> Option<usize> {
+    let number = u64::from_be_bytes(id.as_slice()[..8].try_into().ok()?);
+    let subnet = usize::try_from(number / IDS_PER_SUBNET).ok()?;
+    (subnet < sim.subnets().len()).then_some(subnet)
 }
 
 #[test]

@@ -107,6 +107,7 @@ pub fn from_sim_error(e: sim::SimError) -> RejectResponse {
         }
         E::DidNotStop { .. } => (RejectCode::SysTransient, ErrorCode::StopCanisterRequestTimeout),
         E::TracingOff => (RejectCode::SysFatal, ErrorCode::CanisterCalledTrap),
+        E::SubnetFull { .. } => (RejectCode::SysFatal, ErrorCode::MaxNumberOfCanistersReached),
     };
     reject(reject_code, error_code, e.to_string())
 }

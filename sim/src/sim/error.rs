@@ -2,6 +2,7 @@
 
 use candid::Principal;
 
+use crate::IDS_PER_SUBNET;
 use crate::module::WasmError;
 
 /// A management operation that could not be done.
@@ -25,6 +26,12 @@ pub enum SimError {
         index: usize,
         /// How many subnets there are.
         subnets: usize,
+    },
+    /// The subnet has assigned (or reserved) every id of its range.
+    #[error("subnet {index} has no canister ids left: it assigns {IDS_PER_SUBNET} at most")]
+    SubnetFull {
+        /// The subnet's index.
+        index: usize,
     },
     /// The module does not load: it is not valid wasm, imports something
     /// other than `ic0` functions, has no memory, or does not instantiate.

@@ -130,6 +130,9 @@ impl Sim {
             return Err(SimError::NoSuchSubnet { index: subnet, subnets: self.subnets.len() });
         };
         // Each subnet allocates from its own range, as on the IC.
+        if s.next_canister >= IDS_PER_SUBNET {
+            return Err(SimError::SubnetFull { index: subnet });
+        }
         let id = canister_id(subnet as u64 * IDS_PER_SUBNET + s.next_canister);
         s.next_canister += 1;
         s.canisters.insert(id);
@@ -145,10 +148,14 @@ impl Sim {
 
     /// From now on subnet `subnet` assigns no id numbered below `number`
     /// (counting from the first of its range): on the IC, system canisters
-    /// hold the first ids of the first subnet's range.
+    /// hold the first ids of the first subnet's range. At most the whole
+    /// range, [`IDS_PER_SUBNET`], may be reserved.
     pub fn reserve_canister_ids(&mut self, subnet: usize, number: u64) -> Result<(), SimError> {
         let subnets = self.subnets.len();
         let s = self.subnets.get_mut(subnet).ok_or(SimError::NoSuchSubnet { index: subnet, subnets })?;
+        if number > IDS_PER_SUBNET {
+            return Err(SimError::SubnetFull { index: subnet });
+        }
         s.next_canister = s.next_canister.max(number);
         Ok(())
     }
