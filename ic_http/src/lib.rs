@@ -23,4 +23,4 @@ mod routes;
 pub use backend::{Backend, CanisterState, Reject, SubnetRanges};
 pub use keys::Keys;
 pub use network::{Network, Options};
-pub use routes::{router, serve_forever};
+pub use routes::{router, serve_forever, serve_locally};

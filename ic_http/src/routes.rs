@@ -422,6 +422,23 @@ async fn certified_within(network: &Network, id: &RequestId, timeout: Duration) 
     tokio::time::timeout(timeout, wait).await.unwrap_or(false)
 }
 
+/// Serves `network` on 127.0.0.1 and a free port, on the current tokio
+/// runtime, until the runtime ends; returns its URL. For tests and tools
+/// that run a network in-process.
+///
+/// ```no_run
+/// # async fn serve(network: ic_http::Network) {
+/// let url = ic_http::serve_locally(network).await.unwrap();
+/// assert!(url.starts_with("http://127.0.0.1:"));
+/// # }
+/// ```
+pub async fn serve_locally(network: Network) -> std::io::Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, router(network)).await });
+    Ok(url)
+}
+
 /// Serves `router` on 127.0.0.1:`port` (0: any free port) until the
 /// process ends. Once connections are accepted, `announce` is told the
 /// address and the port is written to `port_file`, which is created

@@ -140,11 +140,7 @@ fn now() -> u64 {
 /// Serves a network on 127.0.0.1 and returns its URL.
 async fn serve(options: Options) -> (String, Network) {
     let network = Network::start(|| Box::<Echo>::default(), options).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let router = ic_http::router(network.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (url, network)
+    (ic_http::serve_locally(network.clone()).await.unwrap(), network)
 }
 
 async fn agent(url: &str, identity: impl Identity + 'static) -> Agent {

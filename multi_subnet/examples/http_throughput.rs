@@ -134,10 +134,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let network = ic_http::Network::start(make, ic_http::Options::default()).map_err(anyhow::Error::msg)?;
     let callee = made.recv()?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let router = ic_http::router(network.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let url = ic_http::serve_locally(network.clone()).await?;
 
     let mut table = Table::new();
     table.set_header([

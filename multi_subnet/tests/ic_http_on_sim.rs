@@ -39,11 +39,7 @@ async fn paced_network(
     };
     let network = Network::start(make, options).unwrap();
     let (caller, callee) = made.recv().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let router = ic_http::router(network.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (url, caller, callee, network)
+    (ic_http::serve_locally(network.clone()).await.unwrap(), caller, callee, network)
 }
 
 async fn agent(url: &str, key: u8) -> Agent {
@@ -152,9 +148,7 @@ async fn dfx_creates_installs_and_reads_the_module_hash() {
     use sha2::Digest;
     let make = || sim_server::ic_http_backend(Sim::builder().with_subnet().with_subnet().build()).unwrap();
     let network = Network::start(make, ic_http::Options::default()).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, ic_http::router(network)).await.unwrap() });
+    let url = ic_http::serve_locally(network).await.unwrap();
     let dfx = agent(&url, 3).await;
     let management = Principal::management_canister();
     let dfx_default = Principal::from_text("rwlgt-iiaaa-aaaaa-aaaaa-cai").unwrap();

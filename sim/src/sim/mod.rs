@@ -296,17 +296,13 @@ impl Sim {
     /// Unlike [`Sim::outstanding`] it does not look at answered ingress
     /// messages, so it stays cheap however many there are.
     pub fn busy(&self) -> bool {
-        self.subnets
-            .iter()
-            .any(|s| !s.ingress_pool.is_empty() || !s.inbound.is_empty() || !s.in_transit.is_empty())
-            || self.canisters.values().any(|c| c.queued() > 0)
+        self.subnets.iter().any(|s| s.waiting() > 0) || self.canisters.values().any(|c| c.queued() > 0)
     }
 
     /// What is still open: unanswered ingress, call contexts, held slots
     /// and messages not yet executed.
     pub fn outstanding(&self) -> Outstanding {
         let canisters = self.canisters.values();
-        let waiting = |s: &Subnet| s.ingress_pool.len() + s.inbound.len() + s.in_transit.len();
         Outstanding {
             ingress: self.ingress.values().filter(|s| matches!(s, IngressState::Processing)).count(),
             call_contexts: canisters.clone().map(Canister::open_call_contexts).sum(),
@@ -316,7 +312,7 @@ impl Sim {
                 .map(|&n| u64::from(n))
                 .sum(),
             messages: canisters.map(Canister::queued).sum::<usize>()
-                + self.subnets.iter().map(waiting).sum::<usize>(),
+                + self.subnets.iter().map(Subnet::waiting).sum::<usize>(),
         }
     }
 

@@ -21,6 +21,13 @@ pub(super) struct Subnet {
     pub(super) next_canister: u64,
 }
 
+impl Subnet {
+    /// Messages waiting for the subnet's next rounds: ingress, inbound, in transit.
+    pub(super) fn waiting(&self) -> usize {
+        self.ingress_pool.len() + self.inbound.len() + self.in_transit.len()
+    }
+}
+
 impl Sim {
     /// Sends an output from a canister on `from` to where it goes.
     pub(super) fn route(&mut self, from: usize, output: Output) {
