@@ -37,6 +37,7 @@
 //! # });
 //! ```
 
+pub mod once;
 mod pace;
 
 pub use pace::{FanOut, Pace, Refusal, fan_out};

@@ -1,0 +1,161 @@
+//! `once`: nothing executes twice, nothing decidable is refused, and the
+//! state stays bounded however many nonces arrive.
+
+use candid::Principal;
+use ic_fanout::once::{ExecuteOnce, Execution, Limits, Refused};
+use ic_stable_structures::{Memory, VectorMemory};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn principal(i: u64) -> Principal {
+    Principal::from_slice(&i.to_be_bytes())
+}
+
+fn fresh(limits: Limits) -> (ExecuteOnce<VectorMemory>, VectorMemory, VectorMemory) {
+    let (callers, executed) = (VectorMemory::default(), VectorMemory::default());
+    (ExecuteOnce::init(callers.clone(), executed.clone(), limits), callers, executed)
+}
+
+fn bytes(memory: &VectorMemory) -> u64 {
+    memory.size() * 65_536
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Admit(u64),
+    Revoke(u64),
+    Execute { caller: u64, nonce: u64, floor: u64 },
+    Reload,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => (0..4u64).prop_map(Op::Admit),
+        1 => (0..4u64).prop_map(Op::Revoke),
+        12 => (0..4u64, 0..40u64, 0..40u64).prop_map(|(caller, nonce, floor)| Op::Execute { caller, nonce, floor }),
+        1 => Just(Op::Reload),
+    ]
+}
+
+proptest! {
+    /// Against a model that remembers everything: a nonce runs at most once
+    /// per caller; a refusal is only ever for a reason the model sees too;
+    /// held nonces never pass the cap; a reload (an upgrade) changes nothing.
+    #[test]
+    fn never_twice_and_refused_only_for_a_reason(ops in proptest::collection::vec(op(), 1..300)) {
+        let limits = Limits { nonces_per_caller: 5, callers: 3 };
+        let (mut once, callers_memory, executed_memory) = fresh(limits);
+        let mut ran: BTreeSet<(u64, u64)> = BTreeSet::new();
+        let mut floors: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut admitted: BTreeSet<u64> = BTreeSet::new();
+        for op in ops {
+            match op {
+                Op::Admit(c) => match once.admit(principal(c)) {
+                    Ok(()) => { admitted.insert(c); }
+                    Err(refused) => {
+                        prop_assert_eq!(refused, Refused::TooManyCallers { limit: 3 });
+                        prop_assert_eq!(admitted.len(), 3);
+                    }
+                },
+                Op::Revoke(c) => {
+                    once.revoke(principal(c));
+                    admitted.remove(&c);
+                    prop_assert_eq!(once.caller(principal(c)).map_or(0, |s| s.held), 0);
+                }
+                Op::Reload => {
+                    once = ExecuteOnce::init(callers_memory.clone(), executed_memory.clone(), limits);
+                }
+                Op::Execute { caller, nonce, floor } => {
+                    let mut runs = 0;
+                    let result = once.execute(principal(caller), nonce, floor, || runs += 1);
+                    let model_floor = floors.entry(caller).or_default();
+                    match result {
+                        Ok(Execution::Now(())) => {
+                            prop_assert!(ran.insert((caller, nonce)), "nonce {} of {} ran twice", nonce, caller);
+                            prop_assert_eq!(runs, 1);
+                        }
+                        Ok(Execution::Earlier) => {
+                            prop_assert!(ran.contains(&(caller, nonce)));
+                            prop_assert_eq!(runs, 0);
+                        }
+                        Err(Refused::NotAdmitted(p)) => prop_assert!(p == principal(caller) && !admitted.contains(&caller)),
+                        Err(Refused::BelowFloor { nonce: n, floor: f }) => prop_assert!(n == nonce && n < f),
+                        Err(Refused::Full { held, .. }) => prop_assert_eq!(held, 5),
+                        Err(other) => prop_assert!(false, "unexpected {:?}", other),
+                    }
+                    if admitted.contains(&caller) {
+                        *model_floor = (*model_floor).max(floor);
+                        let state = once.caller(principal(caller)).unwrap();
+                        // The floor is at least the caller's own promises (a
+                        // revoke may have raised it further).
+                        prop_assert!(state.floor >= *model_floor);
+                        prop_assert!(state.held <= 5);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn nothing_the_callee_can_still_decide_is_refused() {
+    let (mut once, _, _) = fresh(Limits { nonces_per_caller: 100, callers: 1 });
+    let caller = principal(1);
+    once.admit(caller).unwrap();
+    // A caller that keeps within the cap by raising its floor as it goes
+    // (and retries each nonce once) is never refused.
+    for nonce in 0..10_000u64 {
+        let floor = nonce.saturating_sub(50);
+        assert_eq!(once.execute(caller, nonce, floor, || ()), Ok(Execution::Now(())));
+        assert_eq!(once.execute(caller, nonce, floor, || ()), Ok(Execution::Earlier));
+    }
+    assert_eq!(once.caller(caller).unwrap().held, 51);
+}
+
+/// 10^6 nonces from one caller (in jobs of 10,000, its floor raised as each
+/// starts), 10^6 from 1,000 callers (1,000 each), and the worst case: a
+/// caller's 10,000 nonces 64 apart. The state stays what the caps allow.
+/// Prints the bytes of stable memory for the crate's README.
+#[test]
+fn the_state_stays_bounded_after_a_million_nonces() {
+    let (mut once, callers, executed) = fresh(Limits::default());
+    let caller = principal(1);
+    once.admit(caller).unwrap();
+    let mut after_first_job = 0;
+    for job in 0..100u64 {
+        let first = job * 10_000;
+        for nonce in first..first + 10_000 {
+            assert!(once.execute(caller, nonce, first, || ()).unwrap().is_now());
+        }
+        if job == 0 {
+            after_first_job = bytes(&executed);
+        }
+    }
+    assert_eq!(once.caller(caller).unwrap().held, 10_000);
+    assert_eq!(bytes(&executed), after_first_job, "memory grew after the first job");
+    println!("one caller, 10^6 nonces in jobs of 10,000: {} bytes", bytes(&callers) + bytes(&executed));
+
+    let (mut once, callers, executed) = fresh(Limits::default());
+    for c in 0..1_000 {
+        once.admit(principal(c)).unwrap();
+        for nonce in 0..1_000 {
+            once.execute(principal(c), nonce, 0, || ()).unwrap();
+        }
+    }
+    let total = bytes(&callers) + bytes(&executed);
+    println!("1,000 callers, 1,000 nonces each: {total} bytes, {} per caller", total / 1_000);
+    // Consecutive nonces share their entries: about 1 KiB for 1,000.
+    assert!(total / 1_000 <= 2_048, "{total} bytes");
+    assert_eq!(once.admit(principal(1_000)), Err(Refused::TooManyCallers { limit: 1_000 }));
+
+    let (mut once, callers, executed) = fresh(Limits::default());
+    once.admit(caller).unwrap();
+    for i in 0..10_000 {
+        once.execute(caller, i * 64, 0, || ()).unwrap();
+    }
+    assert!(matches!(once.execute(caller, 1, 0, || ()), Err(Refused::Full { held: 10_000, .. })));
+    let worst = bytes(&callers) + bytes(&executed);
+    println!("worst case, one caller's 10,000 nonces 64 apart: {worst} bytes");
+    // An entry a nonce, in B-tree nodes: what the module doc promises.
+    assert!(worst <= 10_000 * 80, "{worst} bytes");
+}
