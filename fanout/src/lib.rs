@@ -41,3 +41,8 @@ pub mod once;
 mod pace;
 
 pub use pace::{FanOut, Pace, Refusal, fan_out};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -13,7 +13,10 @@ mod ping;
 mod plan;
 mod report;
 
-pub use ping::{Acknowledged, EXECUTED, EXECUTED_EARLIER, Outcome, PingBatch, batch_acknowledgement};
+pub use ping::{
+    Acknowledged, EXECUTED, EXECUTED_EARLIER, OncePing, Outcome, PingBatch, PlainPingBatch,
+    batch_acknowledgement,
+};
 pub use plan::{Plan, RetryPolicy, Strategy, Wait};
 pub use report::{FailureCount, FailureKind, Report};
 

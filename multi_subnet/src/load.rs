@@ -78,6 +78,9 @@ pub fn deploy(
         let caller =
             install(engine, subnet.min(callee_subnet), &wasms.caller).context("installing a caller")?;
         client(caller).setup_callee(engine, callees[0])?;
+        for &callee in &callees {
+            scenario::admit_caller(engine, callee, caller)?;
+        }
         callers.push(caller);
     }
     Ok(LoadDeployment { callers, callees })

@@ -118,9 +118,21 @@ pub fn deploy_placed(
         engine.install(callee, &wasms.callee, controller).context("installing a callee")?;
         callees.push(callee);
     }
+    for &callee in &callees {
+        admit_caller(engine, callee, caller)?;
+    }
     let deployment = Deployment { topology, caller, callees };
     deployment.client().setup_callee(engine, deployment.callee())?;
     Ok(deployment)
+}
+
+/// Lets `caller` have its idempotent jobs' pings executed by `callee`
+/// (the callee executes nonces only for callers its controllers admit).
+pub fn admit_caller(engine: &mut dyn Engine, callee: Principal, caller: Principal) -> Result<()> {
+    let done =
+        rounds::execute(engine, callee, controller(), "admit_caller", encode_one(caller)?, round_limit(1))?;
+    done.outcome.map_err(|reject| anyhow!("the callee rejected admit_caller: {reject}"))?;
+    Ok(())
 }
 
 /// Pings the callee executed since it was installed (its `pings_received`).

@@ -85,7 +85,7 @@ fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
     assert_eq!(report.delivered_earlier, 20, "the first attempt delivered them; the retry learned it");
     assert_eq!(report.failed(FailureKind::SysUnknown), 20);
     assert_eq!(
-        engine.sim().stats(d.callee()).unwrap().executions_of("ping_once"),
+        engine.sim().stats(d.callee()).unwrap().executions_of("ping_once_with_floor"),
         40,
         "each ping arrived twice"
     );
@@ -202,4 +202,52 @@ fn a_job_waits_for_a_callee_that_is_only_stopped() {
         assert_eq!(report.failed(FailureKind::CanisterError), 0, "{report:?}");
         assert_eq!(pings_received(&mut engine, d.callee()), 2000);
     }
+}
+
+/// What the callee keeps about `caller`'s nonces: (floor, held).
+fn nonce_state(engine: &mut SimEngine, callee: Principal, caller: Principal) -> (u64, u64) {
+    #[derive(candid::CandidType, candid::Deserialize)]
+    struct NonceState {
+        floor: u64,
+        held: u64,
+    }
+    let reply = engine.query(callee, controller(), "nonce_state", encode_one(caller).unwrap()).unwrap();
+    let state: Option<NonceState> = candid::decode_one(&reply).unwrap();
+    state.map(|s| (s.floor, s.held)).expect("the caller is admitted")
+}
+
+#[test]
+fn the_callee_forgets_the_nonces_of_finished_jobs() {
+    let (mut engine, d) = deployed();
+    let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true };
+    let mut floors = vec![];
+    for n in [300, 200, 100] {
+        let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, n), retry);
+        assert_eq!(finish(&mut engine, &d, job).succeeded, n);
+        floors.push(nonce_state(&mut engine, d.callee(), d.caller));
+    }
+    // Each job's calls carry its first nonce as the floor (the earlier jobs
+    // have finished), so the callee holds only the latest job's nonces.
+    let held: Vec<u64> = floors.iter().map(|&(_, held)| held).collect();
+    assert_eq!(held, [300, 200, 100]);
+    assert_eq!(floors[1].0, floors[0].0 + 300, "the second job's nonces follow the first's");
+    assert_eq!(floors[2].0, floors[1].0 + 200);
+}
+
+#[test]
+fn a_caller_the_callee_does_not_admit_gets_a_reject_for_idempotent_pings_only() {
+    let wasms = canister_wasm::caller_and_callee().unwrap();
+    let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
+    let d = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
+    let revoke =
+        engine.submit(d.callee(), controller(), "revoke_caller", encode_one(d.caller).unwrap()).unwrap();
+    multi_subnet::rounds::await_outcome(&mut engine, revoke, multi_subnet::rounds::RoundLimit(10)).unwrap();
+
+    let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true };
+    let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 10), retry);
+    let report = finish(&mut engine, &d, job);
+    assert_eq!((report.succeeded, report.failed(FailureKind::CanisterReject)), (0, 10), "{report:?}");
+    assert_eq!(pings_received(&mut engine, d.callee()), 0);
+    let plain = d.client().run_plan(&mut engine, &Plan::new(Strategy::Parallel, 10)).unwrap().reply;
+    assert_eq!(plain.succeeded, 10, "pings without nonces keep no state, and need no admission");
 }

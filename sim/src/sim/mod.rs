@@ -282,6 +282,12 @@ impl Sim {
         Ok(self.canister(id)?.stats())
     }
 
+    /// The size of a canister's stable memory in bytes (what the replica's
+    /// `canister_status` counts as `stable_memory_size`).
+    pub fn stable_memory_size(&self, id: Principal) -> Result<u64, SimError> {
+        Ok(self.canister(id)?.system_state().stable.size())
+    }
+
     /// Calls from `caller` to `callee` that hold a request slot: performed,
     /// and their response not yet consumed.
     pub fn calls_in_flight(&self, caller: Principal, callee: Principal) -> u32 {

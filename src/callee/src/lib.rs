@@ -4,34 +4,66 @@
 //! naming the method and the type for an argument of another type), so
 //! `hidden` leaves their export to `candid_method`, with the real types.
 
-use candid::Principal;
+use candid::{CandidType, Deserialize, Principal};
+use ic_cdk::api::{env_var_name_exists, env_var_value, is_controller, msg_caller, msg_reject, msg_reply};
+use ic_fanout::once::{ExecuteOnce, Limits, Refused};
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap, StableCell};
 use serde_bytes::ByteBuf;
 use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 
-use interface::{EXECUTED, EXECUTED_EARLIER, PingBatch};
+use interface::{EXECUTED, EXECUTED_EARLIER, OncePing, PingBatch};
+
+type Memory = VirtualMemory<DefaultMemoryImpl>;
 
 thread_local! {
     static MEMORY_MANAGER: RefCell<MemoryManager<DefaultMemoryImpl>> =
         RefCell::new(MemoryManager::init(DefaultMemoryImpl::default()));
 
-    /// Nonces of the pings executed, per caller (nonces are the caller's
-    /// to choose), so that each executes once; in stable memory, so that an
-    /// upgrade does not make a retry run twice.
-    static EXECUTED_NONCES: RefCell<StableBTreeMap<(Principal, u64), (), VirtualMemory<DefaultMemoryImpl>>> = RefCell::new(
-        StableBTreeMap::init(MEMORY_MANAGER.with(|m| m.borrow().get(MemoryId::new(0)))),
-    );
+    /// Which nonces each admitted caller had executed, so that each
+    /// executes once; in stable memory, so that an upgrade does not make a
+    /// retry run twice. Bounded: see [`ic_fanout::once`].
+    static ONCE: RefCell<ExecuteOnce<Memory>> = RefCell::new(ExecuteOnce::init(
+        memory(ONCE_CALLERS),
+        memory(ONCE_EXECUTED),
+        Limits::default(),
+    ));
 }
 
-/// Executes the ping tagged `nonce` unless it already was; says which.
-fn execute_once(nonce: u64) -> bool {
-    let key = (ic_cdk::api::msg_caller(), nonce);
-    let first_time = EXECUTED_NONCES.with(|n| n.borrow_mut().insert(key, ()).is_none());
-    if first_time {
-        acknowledge(1);
-    }
-    first_time
+/// Until v0.2.0: every nonce ever executed, per caller (unbounded), now
+/// emptied into floors by `post_upgrade`.
+const UNBOUNDED_NONCES: MemoryId = MemoryId::new(0);
+const PINGS_MEMORY: MemoryId = MemoryId::new(1);
+const ONCE_CALLERS: MemoryId = MemoryId::new(2);
+const ONCE_EXECUTED: MemoryId = MemoryId::new(3);
+
+fn memory(id: MemoryId) -> Memory {
+    MEMORY_MANAGER.with(|m| m.borrow().get(id))
+}
+
+/// The canister icp-cli names `caller` in this canister's environment, if
+/// any: admitted without a controller's call, like the controllers.
+const CALLER_ENV_VAR: &str = "PUBLIC_CANISTER_ID:caller";
+
+/// Executes the ping tagged `nonce` for the calling canister unless it
+/// already was, first raising the caller's floor to `floor`.
+fn execute_once(nonce: u64, floor: u64) -> Result<bool, Refused> {
+    let caller = msg_caller();
+    ONCE.with(|once| {
+        let mut once = once.borrow_mut();
+        if !once.is_admitted(caller) && admitted_without_asking(caller) {
+            once.admit(caller)?;
+        }
+        Ok(once.execute(caller, nonce, floor, || acknowledge(1))?.is_now())
+    })
+}
+
+/// Controllers, and the caller icp-cli deployed beside this canister.
+fn admitted_without_asking(caller: Principal) -> bool {
+    is_controller(&caller)
+        || (env_var_name_exists(CALLER_ENV_VAR)
+            && Principal::from_text(env_var_value(CALLER_ENV_VAR)).is_ok_and(|named| named == caller))
 }
 
 thread_local! {
@@ -39,9 +71,7 @@ thread_local! {
     /// writes no stable memory; `pre_upgrade` saves it to `PINGS_SAVED`.
     static PINGS: Cell<u64> = const { Cell::new(0) };
 
-    static PINGS_SAVED: RefCell<StableCell<u64, VirtualMemory<DefaultMemoryImpl>>> = RefCell::new(
-        StableCell::init(MEMORY_MANAGER.with(|m| m.borrow().get(MemoryId::new(1))), 0),
-    );
+    static PINGS_SAVED: RefCell<StableCell<u64, Memory>> = RefCell::new(StableCell::init(memory(PINGS_MEMORY), 0));
 }
 
 #[ic_cdk::pre_upgrade]
@@ -52,6 +82,32 @@ fn pre_upgrade() {
 #[ic_cdk::post_upgrade]
 fn post_upgrade() {
     PINGS.with(|p| p.set(PINGS_SAVED.with(|saved| *saved.borrow().get())));
+    empty_the_unbounded_nonces();
+}
+
+/// An upgrade from a version that kept every nonce: empties that store.
+fn empty_the_unbounded_nonces() {
+    let mut old = StableBTreeMap::init(memory(UNBOUNDED_NONCES));
+    ONCE.with(|once| floors_from_unbounded(&mut old, &mut once.borrow_mut()));
+}
+
+/// Each caller's floor goes above the highest nonce it had executed, so
+/// that none of them executes again, and the nonces go. (This admits no
+/// one: callers of that version had no admission to carry over. A floor
+/// cannot pass 2^64 - 1, so that one nonce could run once more.)
+fn floors_from_unbounded<M: ic_stable_structures::Memory>(
+    old: &mut StableBTreeMap<(Principal, u64), (), M>,
+    once: &mut ExecuteOnce<M>,
+) {
+    let mut highest = std::collections::BTreeMap::new();
+    for entry in old.iter() {
+        let (caller, nonce) = *entry.key();
+        highest.insert(caller, nonce);
+    }
+    for (caller, nonce) in highest {
+        once.raise_floor(caller, nonce.saturating_add(1));
+    }
+    old.clear_new();
 }
 
 fn acknowledge(pings: u64) {
@@ -65,7 +121,8 @@ fn ping() {
 
 /// Acknowledges a batch of pings in one call, with one result per ping in
 /// the request's order, as ICRC-4 batch methods answer; a blob keeps
-/// encoding and decoding the results cheap. Nonce-tagged pings execute once.
+/// encoding and decoding the results cheap. Nonce-tagged pings execute once
+/// (see `ping_once`): a batch with one refused executes none.
 #[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
 #[candid::candid_method(update)]
 fn ping_batch(batch: PingBatch) -> ByteBuf {
@@ -81,9 +138,15 @@ fn ping_batch(batch: PingBatch) -> ByteBuf {
         return ByteBuf::from(vec![EXECUTED; batch.count as usize]);
     };
     let nonces = batch_nonces(first, batch.count).unwrap_or_else(|e| ic_cdk::trap(e));
+    let floor = batch.floor.unwrap_or(0);
+    // A refusal traps, so that none of the batch executes.
     ByteBuf::from(
         nonces
-            .map(|nonce| if execute_once(nonce) { EXECUTED } else { EXECUTED_EARLIER })
+            .map(|nonce| match execute_once(nonce, floor) {
+                Ok(true) => EXECUTED,
+                Ok(false) => EXECUTED_EARLIER,
+                Err(refused) => ic_cdk::trap(format!("nonce {nonce} of the batch: {refused}")),
+            })
             .collect::<Vec<u8>>(),
     )
 }
@@ -101,10 +164,74 @@ fn batch_nonces(first: u64, count: u32) -> Result<impl Iterator<Item = u64>, Str
 
 /// A ping tagged with a nonce: executed once however often it arrives (a
 /// caller may retry after `SYS_UNKNOWN`). True if it was executed now.
-#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
+/// Rejected (`CANISTER_REJECT`), with nothing executed, for a caller not
+/// admitted, a nonce below its floor, or a new nonce past its cap.
+#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden, manual_reply = true)]
 #[candid::candid_method(update)]
-fn ping_once(nonce: u64) -> bool {
-    execute_once(nonce)
+fn ping_once(nonce: u64) -> PhantomData<bool> {
+    reply_or_reject(execute_once(nonce, 0))
+}
+
+/// `ping_once`, with the caller's floor: its promise never to send a nonce
+/// below it again, so that the nonces below it can be forgotten.
+#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden, manual_reply = true)]
+#[candid::candid_method(update)]
+fn ping_once_with_floor(ping: OncePing) -> PhantomData<bool> {
+    reply_or_reject(execute_once(ping.nonce, ping.floor))
+}
+
+fn reply_or_reject(executed: Result<bool, Refused>) -> PhantomData<bool> {
+    match executed {
+        Ok(now) => msg_reply(candid::encode_one(now).expect("a bool encodes")),
+        Err(refused) => msg_reject(refused.to_string()),
+    }
+    PhantomData
+}
+
+fn require_controller() -> Result<(), String> {
+    let caller = msg_caller();
+    if is_controller(&caller) {
+        Ok(())
+    } else {
+        Err(format!(
+            "only a controller of this canister may admit or revoke callers, and {caller} is not one"
+        ))
+    }
+}
+
+/// Lets `caller` have pings executed once (controllers, and the canister
+/// icp-cli names `caller`, need not be admitted).
+#[ic_cdk::update(guard = "require_controller", decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(update)]
+fn admit_caller(caller: Principal) {
+    ONCE.with(|once| once.borrow_mut().admit(caller))
+        .unwrap_or_else(|refused| ic_cdk::trap(refused.to_string()));
+}
+
+/// Stops executing `caller`'s nonces and forgets them; none of them will
+/// execute again.
+#[ic_cdk::update(guard = "require_controller", decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(update)]
+fn revoke_caller(caller: Principal) {
+    ONCE.with(|once| once.borrow_mut().revoke(caller));
+}
+
+/// What the callee keeps about a caller's nonces.
+#[derive(CandidType, Deserialize)]
+struct NonceState {
+    floor: u64,
+    held: u64,
+    admitted: bool,
+}
+
+#[ic_cdk::query(decode_with = "endpoint_args::decode_one", hidden)]
+#[candid::candid_method(query)]
+fn nonce_state(caller: Principal) -> Option<NonceState> {
+    ONCE.with(|once| once.borrow().caller(caller)).map(|state| NonceState {
+        floor: state.floor,
+        held: state.held,
+        admitted: state.admitted,
+    })
 }
 
 #[ic_cdk::query]
@@ -116,7 +243,27 @@ ic_cdk::export_candid!();
 
 #[cfg(test)]
 mod tests {
-    use super::batch_nonces;
+    use super::{batch_nonces, floors_from_unbounded};
+    use candid::Principal;
+    use ic_fanout::once::{ExecuteOnce, Limits, Refused};
+    use ic_stable_structures::{StableBTreeMap, VectorMemory};
+
+    #[test]
+    fn nonces_kept_by_v0_1_0_never_execute_again_and_are_let_go() {
+        let mut old = StableBTreeMap::init(VectorMemory::default());
+        let (a, b) = (Principal::from_slice(&[1]), Principal::from_slice(&[2]));
+        for key in [(a, 3), (a, 70), (b, 5)] {
+            old.insert(key, ());
+        }
+        let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
+        floors_from_unbounded(&mut old, &mut once);
+        assert!(old.is_empty());
+        once.admit(a).unwrap();
+        assert_eq!(once.execute(a, 70, 0, || ()), Err(Refused::BelowFloor { nonce: 70, floor: 71 }));
+        assert!(once.execute(a, 71, 0, || ()).unwrap().is_now());
+        let b_state = once.caller(b).unwrap();
+        assert_eq!((b_state.floor, b_state.held, b_state.admitted), (6, 0, false));
+    }
 
     #[test]
     fn batch_nonces_run_up_to_the_largest_and_never_wrap() {

@@ -2,13 +2,19 @@
 
 use candid::{CandidType, Principal, decode_one, encode_one};
 use endpoint_args::testing::{endpoints_with_arguments, reject_for, undecodable_arguments};
+use interface::OncePing;
 use sim::{RejectCode, Sim};
 
 fn caller() -> Principal {
     Principal::self_authenticating(b"callee tests")
 }
 
-/// The callee's `ping_batch` argument.
+/// Not a controller.
+fn stranger() -> Principal {
+    Principal::self_authenticating(b"a stranger")
+}
+
+/// The callee's `ping_batch` argument, as v0.1.0 callers send it.
 #[derive(CandidType)]
 struct PingBatch {
     first_nonce: Option<u64>,
@@ -47,23 +53,35 @@ fn a_batch_whose_nonces_would_wrap_is_rejected_and_executes_nothing() {
     assert_eq!(decode_one::<serde_bytes::ByteBuf>(&reply).unwrap().into_vec(), [1]);
 }
 
-/// Every update of the callee that takes an argument, and the type its
+/// Every method of the callee that takes an argument, and the type its
 /// reject names for an argument that is not of that type.
-const UPDATES_WITH_ARGUMENTS: [(&str, &str); 2] = [("ping_batch", "PingBatch"), ("ping_once", "nat64")];
+const METHODS_WITH_ARGUMENTS: [(&str, &str); 6] = [
+    ("admit_caller", "principal"),
+    ("nonce_state", "principal"),
+    ("ping_batch", "PingBatch"),
+    ("ping_once", "nat64"),
+    ("ping_once_with_floor", "OncePing"),
+    ("revoke_caller", "principal"),
+];
 
 #[test]
 fn the_table_lists_every_method_with_arguments_in_the_did() {
     let did = endpoints_with_arguments(include_str!("../callee.did"));
     let did: Vec<_> = did.iter().map(|e| (e.method.as_str(), e.expected.as_str())).collect();
-    assert_eq!(did, UPDATES_WITH_ARGUMENTS);
+    assert_eq!(did, METHODS_WITH_ARGUMENTS);
 }
 
 #[test]
 fn an_argument_that_is_not_the_methods_type_is_rejected_by_name_and_type_and_executes_nothing() {
     let (mut sim, callee) = installed();
-    for (method, expected) in UPDATES_WITH_ARGUMENTS {
+    for (method, expected) in METHODS_WITH_ARGUMENTS {
         for (what, argument) in undecodable_arguments() {
-            let err = sim.update_call(callee, caller(), method, argument).unwrap_err();
+            let err = if method == "nonce_state" {
+                sim.query_call(callee, caller(), method, argument)
+            } else {
+                sim.update_call(callee, caller(), method, argument)
+            }
+            .unwrap_err();
             assert!(err.message.contains(&reject_for(method, expected)), "{method} given {what}: {err}");
             assert!(!err.message.contains("Panicked"), "{method} given {what}: {err}");
             assert_eq!(err.code, RejectCode::CanisterError, "{method} given {what}");
@@ -73,4 +91,95 @@ fn an_argument_that_is_not_the_methods_type_is_rejected_by_name_and_type_and_exe
     // Nonce 7 was never taken: it executes now.
     let reply = sim.update_call(callee, caller(), "ping_once", encode_one(7u64).unwrap()).unwrap();
     assert!(decode_one::<bool>(&reply).unwrap());
+}
+
+fn ping_once(
+    sim: &mut Sim,
+    callee: Principal,
+    sender: Principal,
+    ping: OncePing,
+) -> Result<bool, sim::Reject> {
+    sim.update_call(callee, sender, "ping_once_with_floor", encode_one(ping).unwrap())
+        .map(|reply| decode_one(&reply).unwrap())
+}
+
+fn admin(
+    sim: &mut Sim,
+    callee: Principal,
+    sender: Principal,
+    method: &str,
+    who: Principal,
+) -> Result<(), sim::Reject> {
+    sim.update_call(callee, sender, method, encode_one(who).unwrap()).map(drop)
+}
+
+fn nonce_state(sim: &mut Sim, callee: Principal, who: Principal) -> Option<(u64, u64, bool)> {
+    #[derive(candid::Deserialize, CandidType)]
+    struct NonceState {
+        floor: u64,
+        held: u64,
+        admitted: bool,
+    }
+    let reply = sim.query_call(callee, stranger(), "nonce_state", encode_one(who).unwrap()).unwrap();
+    decode_one::<Option<NonceState>>(&reply).unwrap().map(|s| (s.floor, s.held, s.admitted))
+}
+
+#[test]
+fn a_stranger_has_nothing_executed_or_kept_until_a_controller_admits_it() {
+    let (mut sim, callee) = installed();
+    let once = OncePing { nonce: 1, floor: 0 };
+    let err = ping_once(&mut sim, callee, stranger(), once).unwrap_err();
+    assert_eq!(err.code, RejectCode::CanisterReject, "{err}");
+    assert!(err.message.contains("is not admitted") && err.message.contains("controller"), "{err}");
+    let err = admin(&mut sim, callee, stranger(), "admit_caller", stranger()).unwrap_err();
+    assert!(err.message.contains("only a controller"), "{err}");
+    assert_eq!((pings_received(&mut sim, callee), nonce_state(&mut sim, callee, stranger())), (0, None));
+
+    admin(&mut sim, callee, caller(), "admit_caller", stranger()).unwrap();
+    assert_eq!(ping_once(&mut sim, callee, stranger(), once), Ok(true));
+    assert_eq!(ping_once(&mut sim, callee, stranger(), once), Ok(false));
+    assert_eq!(nonce_state(&mut sim, callee, stranger()), Some((0, 1, true)));
+
+    // Revoked, its nonces go, and none of them runs again once readmitted.
+    admin(&mut sim, callee, caller(), "revoke_caller", stranger()).unwrap();
+    assert!(ping_once(&mut sim, callee, stranger(), once).unwrap_err().message.contains("is not admitted"));
+    admin(&mut sim, callee, caller(), "admit_caller", stranger()).unwrap();
+    let err = ping_once(&mut sim, callee, stranger(), once).unwrap_err();
+    assert!(err.message.contains("below the floor 2"), "{err}");
+    assert_eq!(nonce_state(&mut sim, callee, stranger()), Some((2, 0, true)));
+    assert_eq!(pings_received(&mut sim, callee), 1);
+}
+
+/// 100,000 nonces in batches of 10,000, the caller's floor raised as each
+/// starts: the callee's stable memory stops growing after the first, and a
+/// batch that would pass the cap of 10,000 held nonces executes nothing.
+#[test]
+fn the_callees_state_stays_bounded_however_many_nonces_arrive() {
+    #[derive(CandidType)]
+    struct FlooredBatch {
+        first_nonce: Option<u64>,
+        count: u32,
+        floor: Option<u64>,
+    }
+    let (mut sim, callee) = installed();
+    let batch = |sim: &mut Sim, first: u64, floor: u64| {
+        let batch = FlooredBatch { first_nonce: Some(first), count: 10_000, floor: Some(floor) };
+        sim.update_call(callee, caller(), "ping_batch", encode_one(batch).unwrap())
+    };
+    let mut after_first = 0;
+    for first in (0..100_000).step_by(10_000) {
+        batch(&mut sim, first, first).unwrap();
+        if first == 0 {
+            after_first = sim.stable_memory_size(callee).unwrap();
+        }
+    }
+    assert_eq!(sim.stable_memory_size(callee).unwrap(), after_first, "stable memory grew");
+    assert_eq!(nonce_state(&mut sim, callee, caller()), Some((90_000, 10_000, true)));
+    assert_eq!(pings_received(&mut sim, callee), 100_000);
+
+    let err = batch(&mut sim, 100_000, 90_000).unwrap_err();
+    assert!(err.message.contains("holds 10000 executed nonces"), "{err}");
+    assert_eq!(pings_received(&mut sim, callee), 100_000, "a refused batch executes none of its pings");
+    let err = ping_once(&mut sim, callee, caller(), OncePing { nonce: 89_999, floor: 0 }).unwrap_err();
+    assert!(err.message.contains("below the floor 90000"), "{err}");
 }

@@ -4,7 +4,9 @@
 use candid::Principal;
 use ic_cdk::api::{call_context_instruction_counter, canister_cycle_balance, time};
 use ic_cdk::call::{Call, CallFailed};
-use interface::{Acknowledged, FailureKind, Outcome, PingBatch, Report, Strategy, Wait};
+use interface::{
+    Acknowledged, FailureKind, OncePing, Outcome, PingBatch, PlainPingBatch, Report, Strategy, Wait,
+};
 use serde_bytes::ByteBuf;
 
 use crate::fan_out;
@@ -26,6 +28,7 @@ pub struct Pinger<'a> {
     pub plan: &'a ValidPlan,
     /// A job whose retries need nonces: the nonce of its first ping.
     pub first_nonce: Option<u64>,
+    pub floor: u64,
 }
 
 impl Pinger<'_> {
@@ -38,7 +41,7 @@ impl Pinger<'_> {
             (_, Some(nonce)) => Pings::OneOnce(nonce),
             (_, None) => Pings::One,
         };
-        ping(callee, plan.wait, plan.timeout_seconds, pings)
+        ping(callee, plan.wait, plan.timeout_seconds, pings, self.floor)
     }
 
     /// Makes `calls` at `pace` and tallies them.
@@ -48,10 +51,10 @@ impl Pinger<'_> {
 }
 
 /// One call to `callee`; yields what it acknowledged.
-async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings) -> Outcome {
+async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings, floor: u64) -> Outcome {
     let method = match pings {
         Pings::One => "ping",
-        Pings::OneOnce(_) => "ping_once",
+        Pings::OneOnce(_) => "ping_once_with_floor",
         Pings::Batch { .. } => "ping_batch",
     };
     let call = match (wait, timeout) {
@@ -63,7 +66,7 @@ async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings)
     match pings {
         Pings::One => call.await.map(|_| Acknowledged::now(1)).map_err(classify),
         Pings::OneOnce(nonce) => {
-            let response = call.with_arg(nonce).await.map_err(classify)?;
+            let response = call.with_arg(OncePing { nonce, floor }).await.map_err(classify)?;
             match response.candid::<bool>() {
                 Ok(true) => Ok(Acknowledged::now(1)),
                 Ok(false) => Ok(Acknowledged { now: 0, earlier: 1 }),
@@ -71,8 +74,14 @@ async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings)
             }
         }
         Pings::Batch { count, first_nonce } => {
-            let batch = PingBatch { first_nonce, count: count as u32 };
-            let response = call.with_arg(batch).await.map_err(classify)?;
+            let response = match first_nonce {
+                // Each field encoded costs: leave out the absent ones.
+                None => call.with_arg(PlainPingBatch { count: count as u32 }).await,
+                Some(_) => {
+                    call.with_arg(PingBatch { first_nonce, count: count as u32, floor: Some(floor) }).await
+                }
+            };
+            let response = response.map_err(classify)?;
             let results: ByteBuf = response.candid().map_err(|_| FailureKind::CandidDecodeFailed)?;
             interface::batch_acknowledgement(&results, count)
         }
@@ -93,7 +102,7 @@ fn classify(error: &CallFailed, callee: Principal) -> FailureKind {
 /// Runs a validated plan in this call context and reports on it.
 pub async fn run(plan: ValidPlan) -> Report {
     let (started, balance) = (time(), canister_cycle_balance());
-    let pinger = Pinger { plan: &plan, first_nonce: None };
+    let pinger = Pinger { plan: &plan, first_nonce: None, floor: 0 };
     let tally = pinger.run(plan.pace(), plan.calls()).await;
     Report {
         requested: plan.n.get(),

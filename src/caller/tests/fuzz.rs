@@ -55,7 +55,7 @@ fn endpoints() -> Vec<(Canister, Endpoint)> {
         .map(|e| (Canister::Caller, e))
         .chain(callee.into_iter().map(|e| (Canister::Callee, e)))
         .collect();
-    assert_eq!(all.len(), 8, "6 caller and 2 callee endpoints take arguments: {all:?}");
+    assert_eq!(all.len(), 12, "6 caller and 6 callee endpoints take arguments: {all:?}");
     all
 }
 
@@ -64,7 +64,10 @@ fn endpoints() -> Vec<(Canister, Endpoint)> {
 fn decodes(method: &str, argument: &[u8]) -> bool {
     use endpoint_args::decode;
     match method {
-        "setup_callee" => decode::<(Principal,)>(argument).is_ok(),
+        "setup_callee" | "admit_caller" | "revoke_caller" | "nonce_state" => {
+            decode::<(Principal,)>(argument).is_ok()
+        }
+        "ping_once_with_floor" => decode::<(interface::OncePing,)>(argument).is_ok(),
         "sequential_calls" | "parallel_calls" | "job_status" | "ping_once" => {
             decode::<(u64,)>(argument).is_ok()
         }

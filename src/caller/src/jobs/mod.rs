@@ -147,10 +147,22 @@ impl Job {
     }
 }
 
+/// The floor the calls of idempotent jobs carry: the lowest nonce an
+/// unfinished job may still send. A finished job sends none again, and a
+/// new job's nonces are above every earlier job's ([`NonceRange`]), so no
+/// nonce below it is ever sent again, and the callee forgets those below.
+pub fn nonce_floor<'a>(jobs: impl IntoIterator<Item = &'a Job>) -> u64 {
+    jobs.into_iter()
+        .filter(|job| job.finished_at.is_none())
+        .filter_map(|job| job.first_nonce)
+        .min()
+        .unwrap_or(0)
+}
+
 /// The nonces a caller's idempotent jobs tag their pings with. The callee
-/// keeps every nonce it executed, per caller, for good; so a nonce must
-/// never repeat for this caller, even after a reinstall, which wipes the
-/// caller's memory and restarts its job ids. Each job reserves one nonce per
+/// keeps a nonce it executed until this caller's floor passes it; so a
+/// nonce must never repeat for this caller, even after a reinstall, which
+/// wipes the caller's memory and restarts its job ids. Each job reserves one nonce per
 /// ping from a range that starts at `canister_version` x 2^40:
 /// `canister_version` grows with every install, reinstall, upgrade and
 /// settings change and is never reset, so an installation never reaches a
@@ -289,6 +301,23 @@ mod tests {
             j.absorb(&t, |_| due[0].attempt, 0, 0);
         }
         assert_eq!(j.waiting.len(), 1, "never attempted, never given up");
+    }
+
+    #[test]
+    fn the_floor_is_the_first_nonce_of_the_oldest_unfinished_job() {
+        let with_nonce = |first, finished: Option<u64>| Job {
+            first_nonce: first,
+            finished_at: finished,
+            ..job(Some(POLICY))
+        };
+        let jobs = [
+            with_nonce(Some(10), Some(1)),
+            with_nonce(Some(30), None),
+            with_nonce(None, None),
+            with_nonce(Some(20), None),
+        ];
+        assert_eq!(nonce_floor(&jobs), 20, "a finished job's nonces are never sent again");
+        assert_eq!(nonce_floor(&jobs[..1]), 0, "nothing unfinished: no promise");
     }
 
     #[test]

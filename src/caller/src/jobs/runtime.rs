@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{Job, NonceRange};
+use super::{Job, NonceRange, nonce_floor};
 use crate::calls::Pinger;
 use crate::memory::{self, Memory};
 use crate::plan::{Pace, ValidPlan};
@@ -71,9 +71,17 @@ pub fn status(id: u64) -> Option<Report> {
     JOBS.with(|j| j.borrow().jobs.get(&id).map(|job| job.report(time(), canister_cycle_balance())))
 }
 
+/// How a pass of job `id` reaches its callees. Its floor is computed as
+/// the pass starts: floors only rise, so a lower one is never wrong.
+fn pinger(id: u64, plan: &ValidPlan) -> Pinger<'_> {
+    let first_nonce = with_job(id, |job| job.first_nonce);
+    let floor = JOBS.with(|j| nonce_floor(j.borrow().jobs.values()));
+    Pinger { plan, first_nonce, floor }
+}
+
 async fn first_pass(id: u64) {
-    let (plan, first_nonce) = with_job(id, |job| (job.plan.clone(), job.first_nonce));
-    let tally = Pinger { plan: &plan, first_nonce }.run(plan.pace(), plan.calls()).await;
+    let plan = with_job(id, |job| job.plan.clone());
+    let tally = pinger(id, &plan).run(plan.pace(), plan.calls()).await;
     with_job(id, |job| job.absorb(&tally, |_| 1, call_context_instruction_counter(), time()));
     arm_retry_timer(id);
 }
@@ -105,7 +113,7 @@ const RETRY_WINDOW_PER_CALLEE: usize = 500;
 /// Runs from a timer: the due retries, then the next timer.
 async fn retry_pass(id: u64) {
     ARMED.with(|a| a.borrow_mut().remove(&id));
-    let (plan, first_nonce) = with_job(id, |job| (job.plan.clone(), job.first_nonce));
+    let plan = with_job(id, |job| job.plan.clone());
     let due = with_job(id, |job| job.take_due(time(), retry_window(&plan)));
     arm_retry_timer(id);
     if due.is_empty() {
@@ -117,7 +125,7 @@ async fn retry_pass(id: u64) {
         Pace::Window(k) if k.get() > 1 => Pace::Window(k),
         _ => Pace::AllAtOnce,
     };
-    let tally = Pinger { plan: &plan, first_nonce }.run(pace, due.iter().map(|p| p.call).collect()).await;
+    let tally = pinger(id, &plan).run(pace, due.iter().map(|p| p.call).collect()).await;
     with_job(id, |job| {
         job.absorb(&tally, |call| attempts[&call.index], call_context_instruction_counter(), time())
     });
