@@ -175,6 +175,25 @@ fn the_upstream_flow_on_two_subnets_deploys_calls_upgrades_and_guards() {
         "kept across the upgrade"
     );
 
+    // An idempotent job's pings carry nonces, which the callee executes
+    // only for callers it admits: the canister icp-cli deployed beside it
+    // as `caller` is, with no admit_caller.
+    let job = project.call(&[
+        "caller",
+        "start_job",
+        "(record { strategy = variant { parallel }; n = 20 : nat64 }, \
+          opt record { max_attempts = 3 : nat32; backoff_ms = 1_000 : nat64; idempotent = true })",
+    ]);
+    assert_eq!(job, "(1 : nat64)");
+    let report = (0..100)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            project.call(&["caller", "job_status", "(1)", "--query"])
+        })
+        .find(|report| report.contains("finished = true"))
+        .expect("the job finishes");
+    assert!(report.contains("succeeded = 20 : nat64"), "{report}");
+
     let refused = project.icp(&[
         "canister",
         "call",
