@@ -1,6 +1,8 @@
 //! Fan-out for Internet Computer canisters: make many calls all at once,
 //! one at a time, or in a window of `k` that waits for free slots, under
-//! the IC's limit of 500 calls in flight per (caller, callee) pair.
+//! the IC's limit of 500 calls in flight per (caller, callee) pair; send
+//! them in checked batches ([`batch`]); and, on the callee's side, execute
+//! each retried call once with bounded state ([`once`]).
 //!
 //! A call that finds no free slot is refused at once, in the execution that
 //! makes it (ic-cdk's `CallFailed::CallPerformFailed`), and nothing frees a
@@ -37,6 +39,7 @@
 //! # });
 //! ```
 
+pub mod batch;
 pub mod once;
 mod pace;
 
