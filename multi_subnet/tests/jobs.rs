@@ -235,19 +235,26 @@ fn the_callee_forgets_the_nonces_of_finished_jobs() {
 }
 
 #[test]
-fn a_caller_the_callee_does_not_admit_gets_a_reject_for_idempotent_pings_only() {
-    let wasms = canister_wasm::caller_and_callee().unwrap();
-    let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
-    let d = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
+fn a_caller_admitted_while_its_job_waits_has_its_pings_executed_on_retry() {
+    let (mut engine, d) = deployed();
     let revoke =
         engine.submit(d.callee(), controller(), "revoke_caller", encode_one(d.caller).unwrap()).unwrap();
     multi_subnet::rounds::await_outcome(&mut engine, revoke, multi_subnet::rounds::RoundLimit(10)).unwrap();
 
-    let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: true };
-    let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 10), retry);
-    let report = finish(&mut engine, &d, job);
-    assert_eq!((report.succeeded, report.failed(FailureKind::CanisterReject)), (0, 10), "{report:?}");
-    assert_eq!(pings_received(&mut engine, d.callee()), 0);
     let plain = d.client().run_plan(&mut engine, &Plan::new(Strategy::Parallel, 10)).unwrap().reply;
     assert_eq!(plain.succeeded, 10, "pings without nonces keep no state, and need no admission");
+
+    let retry = RetryPolicy { max_attempts: 3, backoff_ms: 30_000, idempotent: true };
+    let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 10), retry);
+    while status(&mut engine, &d, job).calls < 10 {
+        engine.tick();
+    }
+    let refused = status(&mut engine, &d, job);
+    assert_eq!((refused.succeeded, refused.failed(FailureKind::CanisterError)), (0, 10), "{refused:?}");
+    assert_eq!(pings_received(&mut engine, d.callee()), 10, "only the plain pings ran");
+
+    scenario::admit_caller(&mut engine, d.callee(), d.caller).unwrap();
+    let report = finish(&mut engine, &d, job);
+    assert_eq!((report.succeeded, report.retries), (10, 10), "{report:?}");
+    assert_eq!(pings_received(&mut engine, d.callee()), 20);
 }

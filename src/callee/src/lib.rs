@@ -5,13 +5,12 @@
 //! `hidden` leaves their export to `candid_method`, with the real types.
 
 use candid::{CandidType, Deserialize, Principal};
-use ic_cdk::api::{env_var_name_exists, env_var_value, is_controller, msg_caller, msg_reject, msg_reply};
+use ic_cdk::api::{env_var_name_exists, env_var_value, is_controller, msg_caller};
 use ic_fanout::once::{ExecuteOnce, Limits, Refused};
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap, StableCell};
 use serde_bytes::ByteBuf;
 use std::cell::{Cell, RefCell};
-use std::marker::PhantomData;
 
 use interface::{EXECUTED, EXECUTED_EARLIER, OncePing, PingBatch};
 
@@ -164,28 +163,22 @@ fn batch_nonces(first: u64, count: u32) -> Result<impl Iterator<Item = u64>, Str
 
 /// A ping tagged with a nonce: executed once however often it arrives (a
 /// caller may retry after `SYS_UNKNOWN`). True if it was executed now.
-/// Rejected (`CANISTER_REJECT`), with nothing executed, for a caller not
-/// admitted, a nonce below its floor, or a new nonce past its cap.
-#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden, manual_reply = true)]
+/// Traps, with nothing executed, for a caller not admitted, a nonce below
+/// its floor, or a new nonce past its cap: a trap (`CANISTER_ERROR`) is
+/// what an idempotent caller retries, and a retry after a backoff may
+/// succeed (the caller admitted, its floor raised meanwhile).
+#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
 #[candid::candid_method(update)]
-fn ping_once(nonce: u64) -> PhantomData<bool> {
-    reply_or_reject(execute_once(nonce, 0))
+fn ping_once(nonce: u64) -> bool {
+    execute_once(nonce, 0).unwrap_or_else(|refused| ic_cdk::trap(refused.to_string()))
 }
 
 /// `ping_once`, with the caller's floor: its promise never to send a nonce
 /// below it again, so that the nonces below it can be forgotten.
-#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden, manual_reply = true)]
+#[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
 #[candid::candid_method(update)]
-fn ping_once_with_floor(ping: OncePing) -> PhantomData<bool> {
-    reply_or_reject(execute_once(ping.nonce, ping.floor))
-}
-
-fn reply_or_reject(executed: Result<bool, Refused>) -> PhantomData<bool> {
-    match executed {
-        Ok(now) => msg_reply(candid::encode_one(now).expect("a bool encodes")),
-        Err(refused) => msg_reject(refused.to_string()),
-    }
-    PhantomData
+fn ping_once_with_floor(ping: OncePing) -> bool {
+    execute_once(ping.nonce, ping.floor).unwrap_or_else(|refused| ic_cdk::trap(refused.to_string()))
 }
 
 fn require_controller() -> Result<(), String> {

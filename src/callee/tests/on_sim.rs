@@ -129,7 +129,7 @@ fn a_stranger_has_nothing_executed_or_kept_until_a_controller_admits_it() {
     let (mut sim, callee) = installed();
     let once = OncePing { nonce: 1, floor: 0 };
     let err = ping_once(&mut sim, callee, stranger(), once).unwrap_err();
-    assert_eq!(err.code, RejectCode::CanisterReject, "{err}");
+    assert_eq!(err.code, RejectCode::CanisterError, "a trap, which idempotent callers retry: {err}");
     assert!(err.message.contains("is not admitted") && err.message.contains("controller"), "{err}");
     let err = admin(&mut sim, callee, stranger(), "admit_caller", stranger()).unwrap_err();
     assert!(err.message.contains("only a controller"), "{err}");

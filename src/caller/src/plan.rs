@@ -107,9 +107,14 @@ impl ValidPlan {
         }
     }
 
-    /// The first ping a call carries (its nonce is the job's first plus this).
+    /// The first ping a call carries (its nonce is the job's first plus
+    /// this): pings 0 to n - 1, so that a job's nonces stay in the n it
+    /// reserved. (Only a batch carries k; a bounded plan's k is its window.)
     pub fn first_ping(&self, call: CallId) -> u64 {
-        call.index * self.k
+        match self.strategy {
+            Strategy::Batched => call.index * self.k,
+            _ => call.index,
+        }
     }
 
     pub fn pace(&self) -> Pace {
@@ -394,6 +399,26 @@ mod tests {
         let seven = Pace::Window(NonZeroU64::new(7).unwrap());
         assert_eq!(check(Plan::new(Strategy::Bounded, 3).with_k(7)).unwrap().pace(), seven);
         assert_eq!(check(Plan::new(Strategy::Parallel, 3)).unwrap().calls().len(), 3);
+    }
+
+    /// A job reserves n nonces: its pings must carry exactly those.
+    #[test]
+    fn the_pings_of_every_strategy_are_numbered_0_to_n_minus_1() {
+        for (strategy, k) in [
+            (Strategy::Sequential, None),
+            (Strategy::Parallel, None),
+            (Strategy::Bounded, Some(7)),
+            (Strategy::Batched, Some(7)),
+        ] {
+            let plan = check(Plan { k, ..Plan::new(strategy, 25) }).unwrap();
+            let plan = &plan;
+            let pings: Vec<u64> = plan
+                .calls()
+                .iter()
+                .flat_map(|&call| (0..call.pings).map(move |i| plan.first_ping(call) + i))
+                .collect();
+            assert_eq!(pings, (0..25).collect::<Vec<_>>(), "{strategy:?}");
+        }
     }
 
     #[test]
