@@ -159,3 +159,27 @@ fn the_state_stays_bounded_after_a_million_nonces() {
     // An entry a nonce, in B-tree nodes: what the module doc promises.
     assert!(worst <= 10_000 * 80, "{worst} bytes");
 }
+
+#[test]
+fn the_largest_nonces_and_floors_are_decided_without_overflow() {
+    let (mut once, _, _) = fresh(Limits::default());
+    let caller = principal(1);
+    once.admit(caller).unwrap();
+    assert_eq!(once.execute(caller, u64::MAX, 0, || ()), Ok(Execution::Now(())));
+    assert_eq!(once.execute(caller, u64::MAX, u64::MAX, || ()), Ok(Execution::Earlier));
+    assert_eq!(once.caller(caller).unwrap().held, 1, "the floor u64::MAX keeps the nonce u64::MAX");
+    assert_eq!(
+        once.execute(caller, u64::MAX - 1, 0, || ()),
+        Err(Refused::BelowFloor { nonce: u64::MAX - 1, floor: u64::MAX })
+    );
+    once.revoke(caller);
+    once.admit(caller).unwrap();
+    assert_eq!(
+        once.execute(caller, u64::MAX, 0, || ()),
+        Ok(Execution::Earlier),
+        "never twice, even at the top"
+    );
+
+    let (mut capless, _, _) = fresh(Limits { nonces_per_caller: 0, callers: 0 });
+    assert_eq!(capless.admit(caller), Err(Refused::TooManyCallers { limit: 0 }));
+}

@@ -86,7 +86,13 @@ fn post_upgrade() {
 
 /// An upgrade from a version that kept every nonce: empties that store.
 fn empty_the_unbounded_nonces() {
-    let mut old = StableBTreeMap::init(memory(UNBOUNDED_NONCES));
+    let old = memory(UNBOUNDED_NONCES);
+    // Never used (installed at v0.2.0 or later): opening a map there would
+    // give it its first bucket of stable memory for nothing.
+    if ic_stable_structures::Memory::size(&old) == 0 {
+        return;
+    }
+    let mut old = StableBTreeMap::init(old);
     ONCE.with(|once| floors_from_unbounded(&mut old, &mut once.borrow_mut()));
 }
 
