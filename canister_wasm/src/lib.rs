@@ -117,18 +117,39 @@ fn build_now() -> Result<()> {
     if !built {
         eprintln!("building the canisters for {WASM_TARGET} into {} ...", wasm_target_dir().display());
     }
+    // One cargo run per canister, as dfx and icp-cli build them: built
+    // together, cargo would unify their dependencies' features, and the
+    // callee would link the caller's timers (ic-fanout's `jobs`).
+    for canister in Canister::ALL {
+        cargo_build(&root, &cargo, &["-p", canister.package()])?;
+    }
+    Ok(())
+}
+
+/// `cargo build` for wasm32 with the release profile into the wasm target dir.
+fn cargo_build(root: &Path, cargo: &std::ffi::OsStr, what: &[&str]) -> Result<()> {
     let status = Command::new(cargo)
-        .current_dir(&root)
+        .current_dir(root)
         .args(["build", "--quiet", "--locked", "--release", "--target", WASM_TARGET])
-        .args(Canister::ALL.iter().flat_map(|c| ["-p", c.package()]))
+        .args(what)
         .arg("--target-dir")
         .arg(wasm_target_dir())
         .status()
         .context("cannot run cargo to build the canisters")?;
     if !status.success() {
-        bail!("building the canisters for {WASM_TARGET} failed ({status}); see cargo's output above");
+        bail!("building {what:?} for {WASM_TARGET} failed ({status}); see cargo's output above");
     }
     Ok(())
+}
+
+/// An example canister of `ic-fanout` (`fanout/examples/<name>.rs`), built
+/// for wasm32 with the release profile and all the crate's features.
+pub fn fanout_example(name: &str) -> Result<Vec<u8>> {
+    let root = workspace_root();
+    ensure_wasm_target(&root)?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    cargo_build(&root, &cargo, &["-p", "ic-fanout", "--all-features", "--example", name])?;
+    read(&wasm_target_dir().join(WASM_TARGET).join("release/examples").join(format!("{name}.wasm")))
 }
 
 /// rust-toolchain.toml asks for the wasm32 target, but rustup adds listed

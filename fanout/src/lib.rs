@@ -40,8 +40,11 @@
 //! ```
 
 pub mod batch;
+#[cfg(feature = "jobs")]
+pub mod job;
 pub mod once;
 mod pace;
+pub mod retry;
 
 pub use pace::{FanOut, Pace, Refusal, fan_out};
 

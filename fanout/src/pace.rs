@@ -52,6 +52,20 @@ pub trait Refusal {
     fn is_refusal(&self) -> bool;
 }
 
+/// ic-cdk's own: refused when no slot was free (`CallPerformFailed`) or
+/// the cycles to reserve for the call were missing.
+///
+/// ```
+/// use ic_cdk::call::{CallFailed, CallPerformFailed};
+/// use ic_fanout::Refusal;
+/// assert!(CallFailed::CallPerformFailed(CallPerformFailed).is_refusal());
+/// ```
+impl Refusal for ic_cdk::call::CallFailed {
+    fn is_refusal(&self) -> bool {
+        matches!(self, Self::CallPerformFailed(_) | Self::InsufficientLiquidCycleBalance(_))
+    }
+}
+
 /// What [`fan_out`] did.
 ///
 /// ```

@@ -72,12 +72,12 @@ pub type Outcome = Result<Acknowledged, FailureKind>;
 /// Reads `ping_batch`'s answer for a batch of `count` pings: exactly one
 /// known result byte per ping, or the whole batch is `BadAcknowledgement`
 /// (a callee that answers otherwise cannot be trusted for any of them).
-pub fn batch_acknowledgement(results: &[u8], count: u64) -> Outcome {
-    if results.len() as u64 != count {
-        return Err(FailureKind::BadAcknowledgement);
-    }
+pub fn batch_acknowledgement(results: Vec<u8>, count: u64) -> Outcome {
+    let sent = usize::try_from(count).map_err(|_| FailureKind::BadAcknowledgement)?;
+    let results =
+        ic_fanout::batch::checked::<_, ()>(sent, results).map_err(|_| FailureKind::BadAcknowledgement)?;
     let mut acknowledged = Acknowledged::default();
-    for &result in results {
+    for result in results {
         match result {
             EXECUTED => acknowledged.now += 1,
             EXECUTED_EARLIER => acknowledged.earlier += 1,
@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn batch_acknowledgements_must_match_the_batch_ping_by_ping() {
-        let ack = |bytes: &[u8], count| batch_acknowledgement(bytes, count);
+        let ack = |bytes: &[u8], count| batch_acknowledgement(bytes.to_vec(), count);
         assert_eq!(ack(&[EXECUTED, EXECUTED_EARLIER, EXECUTED], 3), Ok(Acknowledged { now: 2, earlier: 1 }));
         for (bytes, count) in
             [(&[][..], 100), (&[EXECUTED; 50][..], 5), (&[EXECUTED, 0][..], 2), (&[9][..], 1)]

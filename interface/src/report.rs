@@ -2,6 +2,7 @@
 
 use candid::{CandidType, Deserialize, Nat, Principal};
 use ic_error_types::RejectCode;
+use ic_fanout::retry::{Retry, names_stopped_callee};
 use serde::Serialize;
 
 /// Why pings failed: their call was not performed (`CallPerformFailed`,
@@ -88,11 +89,7 @@ impl FailureKind {
     /// badly. Never `InsufficientLiquidCycleBalance`: that needs cycles, not
     /// time; nor rejects the callee chose or that name a missing callee.
     pub fn retryable(self, idempotent: bool) -> bool {
-        match self {
-            Self::CallPerformFailed | Self::SysTransient | Self::NotAttempted | Self::CalleeStopped => true,
-            Self::SysUnknown | Self::CanisterError | Self::BadAcknowledgement => idempotent,
-            _ => false,
-        }
+        Retry::from(self).allows(idempotent)
     }
 
     /// The call was refused before it left the canister, so a slot or
@@ -113,10 +110,27 @@ impl FailureKind {
             Some(RejectCode::SysTransient) => Self::SysTransient,
             Some(RejectCode::DestinationInvalid) => Self::DestinationInvalid,
             Some(RejectCode::CanisterReject) => Self::CanisterReject,
-            Some(RejectCode::CanisterError) if names_stopped(message, callee) => Self::CalleeStopped,
+            Some(RejectCode::CanisterError) if names_stopped_callee(message, callee) => Self::CalleeStopped,
             Some(RejectCode::CanisterError) => Self::CanisterError,
             Some(RejectCode::SysUnknown) => Self::SysUnknown,
             None => Self::OtherReject,
+        }
+    }
+}
+
+/// The library's classes, which jobs retry by: see [`FailureKind::retryable`].
+impl From<FailureKind> for Retry {
+    fn from(kind: FailureKind) -> Self {
+        use FailureKind::*;
+        match kind {
+            CallPerformFailed | SysTransient | NotAttempted | CalleeStopped => Retry::Always,
+            SysUnknown | CanisterError | BadAcknowledgement => Retry::IfIdempotent,
+            InsufficientLiquidCycleBalance
+            | SysFatal
+            | DestinationInvalid
+            | CanisterReject
+            | OtherReject
+            | CandidDecodeFailed => Retry::Never,
         }
     }
 }
@@ -130,13 +144,6 @@ impl ic_fanout::Refusal for FailureKind {
 
 /// Whether `message` is exactly "Canister <callee> is stopped" or "... is
 /// stopping".
-fn names_stopped(message: &str, callee: Principal) -> bool {
-    message
-        .strip_prefix("Canister ")
-        .and_then(|rest| rest.strip_suffix(" is stopped").or_else(|| rest.strip_suffix(" is stopping")))
-        .is_some_and(|id| id == callee.to_text())
-}
-
 /// Pings that failed in one way.
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[allow(missing_docs)] // Documented in the .did: see the crate doc.

@@ -33,7 +33,12 @@ impl SimEngine {
         for _ in 0..subnets {
             builder = builder.with_subnet();
         }
-        Self { sim: builder.build(), submitted: vec![] }
+        Self::with_sim(builder.build())
+    }
+
+    /// On a simulator configured by hand (its host-memory budget, say).
+    pub fn with_sim(sim: Sim) -> Self {
+        Self { sim, submitted: vec![] }
     }
 
     /// The simulator itself, for what only it can tell (per-canister statistics).

@@ -83,7 +83,7 @@ async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings,
             };
             let response = response.map_err(classify)?;
             let results: ByteBuf = response.candid().map_err(|_| FailureKind::CandidDecodeFailed)?;
-            interface::batch_acknowledgement(&results, count)
+            interface::batch_acknowledgement(results.into_vec(), count)
         }
     }
 }

@@ -95,11 +95,6 @@ fn job_status(id: u64) -> Option<Report> {
     jobs::runtime::status(id)
 }
 
-#[ic_cdk::pre_upgrade]
-fn pre_upgrade() {
-    jobs::runtime::save();
-}
-
 #[ic_cdk::post_upgrade]
 fn post_upgrade() {
     jobs::runtime::restore();

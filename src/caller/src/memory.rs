@@ -7,8 +7,13 @@ pub type Memory = VirtualMemory<DefaultMemoryImpl>;
 
 /// The stored callee.
 pub const CALLEE: MemoryId = MemoryId::new(0);
-/// The jobs while an upgrade is under way.
-pub const JOBS: MemoryId = MemoryId::new(1);
+/// The jobs as versions before ic-fanout's jobs saved them during an
+/// upgrade; read once, by the first `post_upgrade` of this version.
+pub const SAVED_JOBS: MemoryId = MemoryId::new(1);
+/// Every job (ic-fanout's `Jobs`).
+pub const JOBS: MemoryId = MemoryId::new(2);
+/// The ids of the unfinished ones.
+pub const UNFINISHED_JOBS: MemoryId = MemoryId::new(3);
 // A new piece of persistent state takes the next id.
 
 thread_local! {

@@ -13,6 +13,7 @@ use crate::guards::{self, CALLEE_ENV_VAR, CallCount};
 
 /// How the calls of one pass are paced: the library's paces.
 pub use ic_fanout::Pace;
+use ic_fanout::retry::{Backoff, BackoffError};
 
 /// Why the caller refuses a request: its `Display` is the reject message.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,30 +47,29 @@ pub enum PlanError {
     CalleeEnvVarNotAPrincipal { text: String, reason: String },
     #[error(
         "retry.max_attempts = {0}: allowed are {low} to {high}",
-        low = RetryPolicy::MAX_ATTEMPTS.start(),
-        high = RetryPolicy::MAX_ATTEMPTS.end()
+        low = Backoff::MAX_ATTEMPTS.start(),
+        high = Backoff::MAX_ATTEMPTS.end()
     )]
     MaxAttempts(u32),
     #[error(
-        "retry.backoff_ms = {0}: allowed are {low} to {high} (4 days)",
-        low = RetryPolicy::BACKOFF_MS.start(),
-        high = RetryPolicy::BACKOFF_MS.end()
+        "retry.backoff_ms = {0}: allowed are 1 to {high} (4 days)",
+        high = Backoff::MAX_ONE_MS
     )]
     Backoff(u64),
     #[error(
         "retry: backoff_ms = {backoff_ms} doubled up to attempt {max_attempts} makes a last backoff of \
          {longest_ms} ms, over the cap of {cap} ms (4 days) on one backoff: pass backoff_ms = {largest} \
          or less with max_attempts = {max_attempts}, or fewer attempts",
-        cap = RetryPolicy::MAX_BACKOFF_MS,
-        largest = RetryPolicy::largest_backoff_ms(*max_attempts)
+        cap = Backoff::MAX_ONE_MS,
+        largest = Backoff::largest_first_ms(*max_attempts)
     )]
     BackoffOverCap { max_attempts: u32, backoff_ms: u64, longest_ms: u128 },
     #[error(
         "retry: max_attempts = {max_attempts} with backoff_ms = {backoff_ms} waits {schedule_ms} ms in all, \
          over the cap of {cap} ms (7 days) on a job's whole schedule: pass backoff_ms = {largest} or less \
          with max_attempts = {max_attempts}, or fewer attempts",
-        cap = RetryPolicy::MAX_SCHEDULE_MS,
-        largest = RetryPolicy::largest_backoff_ms(*max_attempts)
+        cap = Backoff::MAX_TOTAL_MS,
+        largest = Backoff::largest_first_ms(*max_attempts)
     )]
     ScheduleOverCap { max_attempts: u32, backoff_ms: u64, schedule_ms: u128 },
     #[error("timeout_seconds applies to bounded-wait calls only")]
@@ -80,6 +80,22 @@ pub enum PlanError {
         high = Plan::TIMEOUT_SECONDS.end()
     )]
     Timeout(u32),
+}
+
+/// The library checks the policy; the messages name the caller's fields.
+impl From<BackoffError> for PlanError {
+    fn from(error: BackoffError) -> Self {
+        match error {
+            BackoffError::Attempts(attempts) => Self::MaxAttempts(attempts),
+            BackoffError::OneOverCap { backoff: Backoff { max_attempts, first_ms }, longest_ms } => {
+                Self::BackoffOverCap { max_attempts, backoff_ms: first_ms, longest_ms }
+            }
+            BackoffError::TotalOverCap { backoff: Backoff { max_attempts, first_ms }, total_ms } => {
+                Self::ScheduleOverCap { max_attempts, backoff_ms: first_ms, schedule_ms: total_ms }
+            }
+            BackoffError::FirstZero => Self::Backoff(0),
+        }
+    }
 }
 
 /// A plan that passed [`validate`].
@@ -99,11 +115,18 @@ impl ValidPlan {
     /// The calls of the first pass: one ping each, or batches of `k`.
     pub fn calls(&self) -> Vec<CallId> {
         let n = self.n.get();
+        let calls = match self.strategy {
+            Strategy::Batched => n.div_ceil(self.k),
+            _ => n,
+        };
+        (0..calls).map(|index| self.call(index)).collect()
+    }
+
+    /// Call number `index` (below the number of calls).
+    pub fn call(&self, index: u64) -> CallId {
         match self.strategy {
-            Strategy::Batched => (0..n.div_ceil(self.k))
-                .map(|i| CallId { index: i, pings: self.k.min(n - i * self.k) })
-                .collect(),
-            _ => (0..n).map(|index| CallId { index, pings: 1 }).collect(),
+            Strategy::Batched => CallId { index, pings: self.k.min(self.n.get() - index * self.k) },
+            _ => CallId { index, pings: 1 },
         }
     }
 
@@ -157,23 +180,7 @@ pub fn validate(
         }
     };
     if let Some(policy) = retry {
-        if !RetryPolicy::MAX_ATTEMPTS.contains(&policy.max_attempts) {
-            return Err(PlanError::MaxAttempts(policy.max_attempts));
-        }
-        let RetryPolicy { max_attempts, backoff_ms, .. } = policy;
-        // The caps before the range: a backoff_ms above the range is above
-        // the backoff cap, whose message says what to pass.
-        let longest_ms = policy.longest_backoff_ms();
-        if longest_ms > u128::from(RetryPolicy::MAX_BACKOFF_MS) {
-            return Err(PlanError::BackoffOverCap { max_attempts, backoff_ms, longest_ms });
-        }
-        let schedule_ms = policy.schedule_ms();
-        if schedule_ms > u128::from(RetryPolicy::MAX_SCHEDULE_MS) {
-            return Err(PlanError::ScheduleOverCap { max_attempts, backoff_ms, schedule_ms });
-        }
-        if !RetryPolicy::BACKOFF_MS.contains(&backoff_ms) {
-            return Err(PlanError::Backoff(backoff_ms));
-        }
+        policy.backoff().check().map_err(PlanError::from)?;
     }
     let wait = plan.wait.unwrap_or_default();
     match (wait, plan.timeout_seconds) {
@@ -324,7 +331,7 @@ mod tests {
             "{err}"
         );
         // The most attempts with the largest backoff they allow.
-        assert_eq!(retry(20, RetryPolicy::largest_backoff_ms(20)), Ok(()));
+        assert_eq!(retry(20, Backoff::largest_first_ms(20)), Ok(()));
     }
 
     fn check(p: Plan) -> Result<ValidPlan, PlanError> {

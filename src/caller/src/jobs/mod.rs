@@ -1,10 +1,13 @@
-//! Jobs: plans that retry. A job's first pass runs like a plan; the calls
-//! that failed in a way that is safe to retry wait out a backoff and are
-//! tried again from a timer, never in a tight loop. Timers run outside the
-//! call context that started the job, so a job is polled with
-//! `job_status`, not awaited.
+//! Jobs: plans that retry, as ic-fanout's jobs. A job's first pass runs
+//! like a plan; the calls that failed in a way that is safe to retry wait
+//! out a backoff and are tried again from a timer, never in a tight loop
+//! (the library's `Schedule`). Timers run outside the call context that
+//! started the job, so a job is polled with `job_status`, not awaited.
+//! Here: what the caller keeps of a job besides its schedule, its report,
+//! its nonces, and jobs saved by earlier versions.
 
 use candid::{CandidType, Deserialize};
+use ic_fanout::job::{Failed, Job, Pending, Policy, Schedule};
 use std::collections::BTreeMap;
 
 use interface::{FailureCount, FailureKind, Report, RetryPolicy};
@@ -13,150 +16,149 @@ use crate::plan::{CallId, Tally, ValidPlan};
 
 pub mod runtime;
 
-/// A call waiting for its next attempt.
-#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pending {
-    pub call: CallId,
-    /// 2 for the first retry.
-    pub attempt: u32,
-    /// IC time (ns) before which it is not tried.
-    pub due: u64,
-}
-
-/// A job's state. Plain data: it is kept across upgrades.
+/// A job's plan and counts; the library keeps it with the job's schedule.
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]
-pub struct Job {
+pub struct PingJob {
     pub plan: ValidPlan,
-    pub started_at: u64,
     pub balance_at_start: u128,
     pub succeeded: u64,
-    /// `opt`, so that jobs saved by v0.1.0, which have none, still load.
-    pub delivered_earlier: Option<u64>,
+    pub delivered_earlier: u64,
     pub calls: u64,
     pub failures: BTreeMap<FailureKind, u64>,
-    pub retries: u64,
     pub peak_in_flight: u64,
     /// Instructions of the finished passes' call contexts.
     pub instructions: u64,
-    /// Passes (the first, or a retry step) still running.
-    pub passes_running: u32,
-    pub waiting: Vec<Pending>,
-    pub finished_at: Option<u64>,
     /// The nonce of its first ping, when its pings carry nonces (see
     /// [`NonceRange`]); ping `i` carries this plus `i`.
     pub first_nonce: Option<u64>,
 }
 
-impl Job {
-    pub fn new(plan: ValidPlan, first_nonce: Option<u64>, now: u64, balance: u128) -> Self {
+impl PingJob {
+    pub fn new(plan: ValidPlan, first_nonce: Option<u64>, balance: u128) -> Self {
         Self {
             plan,
-            started_at: now,
             balance_at_start: balance,
             succeeded: 0,
-            delivered_earlier: None,
+            delivered_earlier: 0,
             calls: 0,
             failures: BTreeMap::new(),
-            retries: 0,
             peak_in_flight: 0,
             instructions: 0,
-            passes_running: 1,
-            waiting: vec![],
-            finished_at: None,
             first_nonce,
         }
     }
 
-    fn policy(&self) -> Option<RetryPolicy> {
-        self.plan.retry
-    }
-
-    /// Takes in a finished pass: its counts, and its failures, which wait
-    /// for another attempt if they may have one. `attempt` is the attempt
-    /// the pass made (1 for the first pass).
-    pub fn absorb(&mut self, tally: &Tally, attempt_of: impl Fn(CallId) -> u32, instructions: u64, now: u64) {
-        self.passes_running -= 1;
+    /// Takes in a finished pass's counts, and returns its failed calls for
+    /// the schedule, each with whether it may be made again.
+    pub fn absorb(&mut self, tally: &Tally, instructions: u64) -> Vec<Failed> {
         self.succeeded += tally.succeeded;
-        self.delivered_earlier = Some(self.delivered_earlier.unwrap_or(0) + tally.delivered_earlier);
+        self.delivered_earlier += tally.delivered_earlier;
         self.calls += tally.calls;
         self.peak_in_flight = self.peak_in_flight.max(tally.peak_in_flight);
         self.instructions += instructions;
         for (kind, count) in &tally.failures {
             *self.failures.entry(*kind).or_default() += count;
         }
-        if let Some(policy) = self.policy() {
-            for &(call, kind) in &tally.failed {
-                // A ping that was not attempted keeps its attempt for later.
-                let attempt = attempt_of(call) + u32::from(kind != FailureKind::NotAttempted);
-                if kind.retryable(policy.idempotent) && attempt <= policy.max_attempts {
-                    self.waiting.push(Pending { call, attempt, due: now + policy.backoff_ns(attempt) });
-                }
-            }
-        }
-        if self.passes_running == 0 && self.waiting.is_empty() {
-            self.finished_at = Some(now);
-        }
+        let failed = tally.failed.iter().map(|&(call, kind)| match kind {
+            FailureKind::NotAttempted => Failed::not_attempted(call.index),
+            kind => Failed::new(call.index, kind.into()),
+        });
+        failed.collect()
     }
 
-    /// After an upgrade: a pass that was running when the canister was
-    /// upgraded without being stopped lost its call context, and with it
-    /// the outcome of its calls; it will never report back.
-    pub fn after_upgrade(&mut self, id: u64, now: u64) {
-        self.passes_running = 0;
-        // Jobs saved by v0.1.0 kept no nonce: it was their id times 2^32.
-        if self.plan.retry.is_some_and(|r| r.idempotent) {
-            self.first_nonce.get_or_insert(id << 32);
-        }
-        if self.waiting.is_empty() && self.finished_at.is_none() {
-            self.finished_at = Some(now);
-        }
-    }
-
-    /// When the next retry is due, if any is waiting.
-    pub fn next_due(&self) -> Option<u64> {
-        self.waiting.iter().map(|p| p.due).min()
-    }
-
-    /// Removes up to `max` calls that are due at `now`, earliest first, and
-    /// counts them as retries of a new pass.
-    pub fn take_due(&mut self, now: u64, max: usize) -> Vec<Pending> {
-        self.waiting.sort_by_key(|p| (p.due, p.call.index));
-        let due = self.waiting.iter().take_while(|p| p.due <= now).count().min(max);
-        let taken: Vec<Pending> = self.waiting.drain(..due).collect();
-        if !taken.is_empty() {
-            self.passes_running += 1;
-            self.retries += taken.len() as u64;
-        }
-        taken
-    }
-
-    pub fn report(&self, now: u64, balance_now: u128) -> Report {
+    pub fn report(&self, schedule: &Schedule, now: u64, balance_now: u128) -> Report {
         Report {
             requested: self.plan.n.get(),
             succeeded: self.succeeded,
-            delivered_earlier: self.delivered_earlier.unwrap_or(0),
+            delivered_earlier: self.delivered_earlier,
             calls: self.calls,
             failures: self.failures.iter().map(|(&kind, &count)| FailureCount { kind, count }).collect(),
-            retries: self.retries,
+            retries: schedule.retries(),
             peak_in_flight: self.peak_in_flight,
             instructions: self.instructions,
             cycles_spent: self.balance_at_start.saturating_sub(balance_now).into(),
-            time_elapsed_ns: self.finished_at.unwrap_or(now) - self.started_at,
-            finished: self.finished_at.is_some(),
+            time_elapsed_ns: schedule.finished_at().unwrap_or(now) - schedule.started_at(),
+            finished: schedule.finished_at().is_some(),
         }
     }
 }
 
+/// The library's policy for a plan's retries.
+pub fn policy(retry: RetryPolicy) -> Policy {
+    Policy { backoff: retry.backoff(), idempotent: retry.idempotent }
+}
+
+/// A job as versions before ic-fanout's jobs saved it across an upgrade
+/// (v0.1.0 had neither `delivered_earlier` nor `first_nonce`).
+#[derive(CandidType, Deserialize)]
+pub struct SavedJob {
+    plan: ValidPlan,
+    started_at: u64,
+    balance_at_start: u128,
+    succeeded: u64,
+    delivered_earlier: Option<u64>,
+    calls: u64,
+    failures: BTreeMap<FailureKind, u64>,
+    retries: u64,
+    peak_in_flight: u64,
+    instructions: u64,
+    waiting: Vec<SavedPending>,
+    finished_at: Option<u64>,
+    first_nonce: Option<u64>,
+}
+
+#[derive(CandidType, Deserialize)]
+struct SavedPending {
+    call: CallId,
+    attempt: u32,
+    due: u64,
+}
+
+/// Every job, as those versions saved them.
+#[derive(CandidType, Deserialize)]
+pub struct SavedJobs {
+    pub jobs: BTreeMap<u64, SavedJob>,
+}
+
+impl SavedJob {
+    /// The job as the library keeps it. A pass that was running at the
+    /// upgrade never reports back (see `ic_fanout::job::rearm`).
+    pub fn into_job(self, id: u64) -> Job<PingJob> {
+        let mut first_nonce = self.first_nonce;
+        // Jobs saved by v0.1.0 kept no nonce: it was their id times 2^32.
+        if self.plan.retry.is_some_and(|r| r.idempotent) {
+            first_nonce.get_or_insert(id << 32);
+        }
+        let waiting =
+            self.waiting.iter().map(|p| Pending { item: p.call.index, attempt: p.attempt, due: p.due });
+        let schedule = Schedule::resume(
+            self.plan.retry.map(policy),
+            self.started_at,
+            waiting.collect(),
+            self.retries,
+            self.finished_at,
+        );
+        let state = PingJob {
+            plan: self.plan,
+            balance_at_start: self.balance_at_start,
+            succeeded: self.succeeded,
+            delivered_earlier: self.delivered_earlier.unwrap_or(0),
+            calls: self.calls,
+            failures: self.failures,
+            peak_in_flight: self.peak_in_flight,
+            instructions: self.instructions,
+            first_nonce,
+        };
+        Job { schedule, state }
+    }
+}
+
 /// The floor the calls of idempotent jobs carry: the lowest nonce an
-/// unfinished job may still send. A finished job sends none again, and a
+/// unfinished job (of those given) may still send. A finished job sends none again, and a
 /// new job's nonces are above every earlier job's ([`NonceRange`]), so no
 /// nonce below it is ever sent again, and the callee forgets those below.
-pub fn nonce_floor<'a>(jobs: impl IntoIterator<Item = &'a Job>) -> u64 {
-    jobs.into_iter()
-        .filter(|job| job.finished_at.is_none())
-        .filter_map(|job| job.first_nonce)
-        .min()
-        .unwrap_or(0)
+pub fn nonce_floor(unfinished: impl IntoIterator<Item = PingJob>) -> u64 {
+    unfinished.into_iter().filter_map(|job| job.first_nonce).min().unwrap_or(0)
 }
 
 /// The nonces a caller's idempotent jobs tag their pings with. The callee
@@ -201,19 +203,23 @@ mod tests {
     use super::*;
     use crate::guards::CallCount;
     use candid::Principal;
+    use ic_fanout::job::Pass;
     use interface::{Acknowledged, Strategy, Wait};
 
-    fn job(policy: Option<RetryPolicy>) -> Job {
-        let plan = ValidPlan {
+    fn plan(retry: Option<RetryPolicy>) -> ValidPlan {
+        ValidPlan {
             strategy: Strategy::Parallel,
             n: CallCount::new(4).unwrap(),
             k: 1,
             wait: Wait::Bounded,
             callees: vec![Principal::anonymous()],
-            retry: policy,
+            retry,
             timeout_seconds: None,
-        };
-        Job::new(plan, None, 1_000, 50)
+        }
+    }
+
+    fn job(retry: Option<RetryPolicy>) -> Job<PingJob> {
+        Job { schedule: Schedule::new(retry.map(policy), 1_000), state: PingJob::new(plan(retry), None, 50) }
     }
 
     fn tally(outcomes: &[Result<u64, FailureKind>]) -> Tally {
@@ -224,36 +230,36 @@ mod tests {
         t
     }
 
+    /// A pass's tally taken in, as the runtime does.
+    fn absorb(job: &mut Job<PingJob>, pass: &Pass, tally: &Tally, now: u64) {
+        let failed = job.state.absorb(tally, 10);
+        job.schedule.absorb(pass, failed, now);
+    }
+
     const POLICY: RetryPolicy = RetryPolicy { max_attempts: 3, backoff_ms: 1, idempotent: false };
 
     #[test]
-    fn retryable_failures_wait_out_the_backoff() {
+    fn the_failures_safe_to_retry_wait_out_the_backoff_and_the_rest_count() {
         let mut j = job(Some(POLICY));
         let first =
             tally(&[Ok(1), Err(FailureKind::CallPerformFailed), Err(FailureKind::CanisterError), Ok(1)]);
-        j.absorb(&first, |_| 1, 10, 2_000);
-        assert_eq!(
-            j.waiting,
-            vec![Pending { call: CallId { index: 1, pings: 1 }, attempt: 2, due: 2_000 + 1_000_000 }]
-        );
-        assert_eq!(j.finished_at, None);
-        assert!(j.take_due(2_000 + 999_999, 10).is_empty(), "not before the backoff");
-        let due = j.take_due(2_000 + 1_000_000, 10);
-        assert_eq!((due.len(), j.retries, j.passes_running), (1, 1, 1));
+        absorb(&mut j, &Pass::First, &first, 2_000);
+        assert_eq!(j.schedule.waiting(), [Pending { item: 1, attempt: 2, due: 2_000 + 1_000_000 }]);
+        assert_eq!((j.state.succeeded, j.state.calls, j.state.instructions), (2, 4, 10));
+        assert_eq!(j.state.failures.get(&FailureKind::CanisterError), Some(&1));
+        assert_eq!(j.schedule.finished_at(), None);
     }
 
     #[test]
-    fn a_call_gives_up_after_max_attempts_and_the_job_finishes() {
+    fn a_job_that_gave_up_reports_every_attempt_and_its_cost() {
         let mut j = job(Some(POLICY));
-        j.absorb(&tally(&[Err(FailureKind::SysTransient)]), |_| 1, 0, 2_000);
+        absorb(&mut j, &Pass::First, &tally(&[Err(FailureKind::SysTransient)]), 2_000);
         for attempt in 2..=3 {
-            let due = j.take_due(u64::MAX, 10);
+            let due = j.schedule.take_due(u64::MAX, 10);
             assert_eq!(due[0].attempt, attempt);
-            j.absorb(&tally(&[Err(FailureKind::SysTransient)]), |_| attempt, 0, 3_000);
+            absorb(&mut j, &Pass::Retry(due), &tally(&[Err(FailureKind::SysTransient)]), 3_000);
         }
-        assert!(j.waiting.is_empty());
-        assert_eq!(j.finished_at, Some(3_000));
-        let report = j.report(9_999, 40);
+        let report = j.state.report(&j.schedule, 9_999, 40);
         assert!(report.finished);
         assert_eq!((report.retries, report.calls, report.time_elapsed_ns), (2, 3, 2_000));
         assert_eq!(report.cycles_spent, candid::Nat::from(10u32));
@@ -263,29 +269,9 @@ mod tests {
     fn sys_unknown_waits_only_for_idempotent_pings() {
         for (idempotent, waiting) in [(false, 0), (true, 1)] {
             let mut j = job(Some(RetryPolicy { idempotent, ..POLICY }));
-            j.absorb(&tally(&[Err(FailureKind::SysUnknown)]), |_| 1, 0, 0);
-            assert_eq!(j.waiting.len(), waiting);
+            absorb(&mut j, &Pass::First, &tally(&[Err(FailureKind::SysUnknown)]), 0);
+            assert_eq!(j.schedule.waiting().len(), waiting);
         }
-    }
-
-    #[test]
-    fn without_a_policy_nothing_is_retried() {
-        let mut j = job(None);
-        j.absorb(&tally(&[Err(FailureKind::CallPerformFailed), Ok(1)]), |_| 1, 0, 5_000);
-        assert!(j.waiting.is_empty());
-        assert_eq!(j.report(9, 50).succeeded, 1);
-        assert!(j.report(9, 50).finished);
-    }
-
-    #[test]
-    fn an_upgrade_ends_passes_that_were_running() {
-        let mut j = job(Some(POLICY));
-        j.after_upgrade(1, 7_000);
-        assert_eq!((j.passes_running, j.finished_at), (0, Some(7_000)));
-        let mut waiting = job(Some(POLICY));
-        waiting.absorb(&tally(&[Err(FailureKind::CallPerformFailed)]), |_| 1, 0, 2_000);
-        waiting.after_upgrade(1, 7_000);
-        assert_eq!(waiting.finished_at, None, "its retries still come");
     }
 
     #[test]
@@ -293,39 +279,21 @@ mod tests {
         let mut j = job(Some(RetryPolicy { max_attempts: 2, ..POLICY }));
         let mut t = Tally::default();
         t.not_attempted(CallId { index: 0, pings: 1 });
-        j.absorb(&t, |_| 1, 0, 0);
-        assert_eq!(j.waiting[0].attempt, 1);
-        assert_eq!(j.waiting[0].due, POLICY.backoff_ns(2), "it still waits out a backoff");
+        absorb(&mut j, &Pass::First, &t, 0);
+        assert_eq!(j.schedule.waiting()[0].attempt, 1);
         for _ in 0..5 {
-            let due = j.take_due(u64::MAX, 10);
-            j.absorb(&t, |_| due[0].attempt, 0, 0);
+            let due = j.schedule.take_due(u64::MAX, 10);
+            absorb(&mut j, &Pass::Retry(due), &t, 0);
         }
-        assert_eq!(j.waiting.len(), 1, "never attempted, never given up");
+        assert_eq!(j.schedule.waiting().len(), 1, "never attempted, never given up");
     }
 
     #[test]
-    fn the_floor_is_the_first_nonce_of_the_oldest_unfinished_job() {
-        let with_nonce = |first, finished: Option<u64>| Job {
-            first_nonce: first,
-            finished_at: finished,
-            ..job(Some(POLICY))
-        };
-        let jobs = [
-            with_nonce(Some(10), Some(1)),
-            with_nonce(Some(30), None),
-            with_nonce(None, None),
-            with_nonce(Some(20), None),
-        ];
-        assert_eq!(nonce_floor(&jobs), 20, "a finished job's nonces are never sent again");
-        assert_eq!(nonce_floor(&jobs[..1]), 0, "nothing unfinished: no promise");
-    }
-
-    #[test]
-    fn take_due_respects_the_window() {
-        let mut j = job(Some(POLICY));
-        j.absorb(&tally(&[Err(FailureKind::CallPerformFailed); 4]), |_| 1, 0, 0);
-        assert_eq!(j.take_due(u64::MAX, 3).len(), 3);
-        assert_eq!(j.waiting.len(), 1);
+    fn the_floor_is_the_lowest_first_nonce_of_the_unfinished_jobs() {
+        let with_nonce = |first| PingJob { first_nonce: first, ..job(Some(POLICY)).state };
+        let unfinished = [with_nonce(Some(30)), with_nonce(None), with_nonce(Some(20))];
+        assert_eq!(nonce_floor(unfinished), 20);
+        assert_eq!(nonce_floor(vec![]), 0, "nothing unfinished: no promise");
     }
 
     #[test]
@@ -351,6 +319,13 @@ mod tests {
         assert!(nonces.reserve(u64::MAX, 1).is_err());
     }
 
+    /// What v0.1.0's pre_upgrade saved: `Jobs { next_id, jobs }`.
+    #[derive(CandidType)]
+    struct JobsV0_1 {
+        next_id: u64,
+        jobs: BTreeMap<u64, JobV0_1>,
+    }
+
     /// A job as v0.1.0 saved it across an upgrade.
     #[derive(CandidType)]
     struct JobV0_1 {
@@ -364,15 +339,14 @@ mod tests {
         peak_in_flight: u64,
         instructions: u64,
         passes_running: u32,
-        waiting: Vec<Pending>,
+        waiting: Vec<SavedPending>,
         finished_at: Option<u64>,
     }
 
     #[test]
-    fn jobs_saved_by_v0_1_0_load_after_an_upgrade() {
-        let old = job(Some(RetryPolicy { idempotent: true, ..POLICY }));
+    fn jobs_saved_by_v0_1_0_become_the_librarys_jobs() {
         let saved = JobV0_1 {
-            plan: old.plan.clone(),
+            plan: plan(Some(RetryPolicy { idempotent: true, ..POLICY })),
             started_at: 1,
             balance_at_start: 2,
             succeeded: 3,
@@ -381,14 +355,17 @@ mod tests {
             retries: 5,
             peak_in_flight: 6,
             instructions: 7,
-            passes_running: 0,
-            waiting: vec![Pending { call: CallId { index: 9, pings: 1 }, attempt: 2, due: 10 }],
+            passes_running: 1,
+            waiting: vec![SavedPending { call: CallId { index: 9, pings: 1 }, attempt: 2, due: 10 }],
             finished_at: None,
         };
-        let mut loaded: Job = candid::decode_one(&candid::encode_one(saved).unwrap()).unwrap();
-        assert_eq!((loaded.succeeded, loaded.delivered_earlier, loaded.first_nonce), (3, None, None));
-        assert_eq!(loaded.report(12, 0).delivered_earlier, 0);
-        loaded.after_upgrade(7, 11);
-        assert_eq!(loaded.first_nonce, Some(7 << 32), "its nonces stay the ones it used");
+        let bytes = candid::encode_one(JobsV0_1 { next_id: 7, jobs: BTreeMap::from([(7, saved)]) }).unwrap();
+        let mut loaded: SavedJobs = candid::decode_one(&bytes).unwrap();
+        let job = loaded.jobs.remove(&7).unwrap().into_job(7);
+        assert_eq!(job.state.first_nonce, Some(7 << 32), "its nonces stay the ones it used");
+        assert_eq!(job.schedule.waiting(), [Pending { item: 9, attempt: 2, due: 10 }]);
+        let report = job.state.report(&job.schedule, 12, 0);
+        assert_eq!((report.succeeded, report.delivered_earlier, report.retries, report.calls), (3, 0, 5, 4));
+        assert_eq!((report.time_elapsed_ns, report.finished), (11, false));
     }
 }

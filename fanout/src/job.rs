@@ -1,0 +1,619 @@
+//! Jobs: fan-outs that retry from timers, kept in stable memory.
+//!
+//! A job's first pass makes its calls in the call context that starts it.
+//! The calls that failed in a way its [`Policy`] retries wait out a
+//! [`Backoff`] and are made again from an ic-cdk-timers timer, never in a
+//! loop; a call gives up after `max_attempts`. Timers run outside the call
+//! context that started the job, so a job is polled (its [`Schedule`] and
+//! your state, from [`Jobs::get`]), not awaited.
+//!
+//! You describe the job's calls with [`Work`]; the crate keeps each job
+//! ([`Job`]: its schedule and your state) in a `StableBTreeMap`, so jobs
+//! survive upgrades without upgrade hooks; [`rearm`] in `post_upgrade`
+//! sets their timers again, which an upgrade drops.
+//!
+//! ```no_run
+//! use candid::Principal;
+//! use ic_cdk::call::Call;
+//! use ic_fanout::job::{self, Failed, Jobs, Pass, Policy, Work};
+//! use ic_fanout::retry::{Backoff, Retry};
+//! use ic_fanout::{Pace, fan_out};
+//! use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
+//! use ic_stable_structures::DefaultMemoryImpl;
+//! use std::{cell::RefCell, num::NonZeroU64, thread::LocalKey};
+//!
+//! type Memory = VirtualMemory<DefaultMemoryImpl>;
+//! thread_local! {
+//!     static MEMORY: MemoryManager<DefaultMemoryImpl> = MemoryManager::init(DefaultMemoryImpl::default());
+//!     static JOBS: RefCell<Jobs<Vec<Principal>, Memory>> = RefCell::new(Jobs::init(
+//!         MEMORY.with(|m| m.get(MemoryId::new(0))),
+//!         MEMORY.with(|m| m.get(MemoryId::new(1))),
+//!         100, // finished jobs kept
+//!     ));
+//! }
+//!
+//! /// A job that calls `notify` on every canister in its state.
+//! struct Notify;
+//!
+//! impl Work for Notify {
+//!     type State = Vec<Principal>;
+//!     type Memory = Memory;
+//!
+//!     fn jobs() -> &'static LocalKey<RefCell<Jobs<Vec<Principal>, Memory>>> {
+//!         &JOBS
+//!     }
+//!
+//!     async fn pass(id: u64, pass: Pass) -> Vec<Failed> {
+//!         let users = JOBS.with(|j| j.borrow().get(id).expect("a running job is kept").state);
+//!         let items = pass.items(users.len() as u64);
+//!         let window = Pace::Window(NonZeroU64::new(400).unwrap());
+//!         let call = |&i: &u64| Call::bounded_wait(users[i as usize], "notify").into_future();
+//!         let done = fan_out(window, &items, call).await;
+//!         let outcomes = items.into_iter().zip(done.outcomes);
+//!         outcomes
+//!             .filter_map(|(i, outcome)| match outcome {
+//!                 Some(Ok(_)) => None,
+//!                 Some(Err(e)) => Some(Failed::new(i, Retry::of(&e, users[i as usize]))),
+//!                 None => Some(Failed::not_attempted(i)),
+//!             })
+//!             .collect()
+//!     }
+//! }
+//!
+//! // In an update method: starts the job, and returns its id at once.
+//! fn notify_all(users: Vec<Principal>) -> u64 {
+//!     let policy = Policy { backoff: Backoff { max_attempts: 5, first_ms: 1_000 }, idempotent: false };
+//!     job::start::<Notify>(users, Some(policy)).expect("the backoff is within the caps")
+//! }
+//!
+//! // In `post_upgrade`: the timers, which an upgrade drops, set again.
+//! fn post_upgrade() {
+//!     job::rearm::<Notify>();
+//! }
+//! ```
+
+use candid::{CandidType, Deserialize};
+use ic_stable_structures::storable::Bound;
+use ic_stable_structures::{Memory, StableBTreeMap, Storable};
+use serde::de::DeserializeOwned;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::thread::LocalKey;
+use std::time::Duration;
+
+use crate::retry::{Backoff, BackoffError, Retry};
+
+/// How a job retries: when ([`Backoff`]), and whether the callee executes
+/// each call once, which makes retrying calls that may have executed safe
+/// ([`Retry::IfIdempotent`]).
+///
+/// ```
+/// use ic_fanout::{job::Policy, retry::Backoff};
+/// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 500 }, idempotent: true };
+/// assert!(policy.backoff.check().is_ok());
+/// ```
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// When, and how many times.
+    pub backoff: Backoff,
+    /// The callee executes each call once (it is tagged with a nonce).
+    pub idempotent: bool,
+}
+
+/// One call of a job waiting for its next attempt.
+///
+/// ```
+/// let pending = ic_fanout::job::Pending { item: 3, attempt: 2, due: 1_000 };
+/// assert_eq!(pending.attempt, 2);
+/// ```
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// Which call: its number in the job, from 0.
+    pub item: u64,
+    /// The attempt it makes next: 2 for the first retry.
+    pub attempt: u32,
+    /// IC time (ns) before which it is not made.
+    pub due: u64,
+}
+
+/// A call of a pass that failed, and whether it may be made again.
+///
+/// ```
+/// use ic_fanout::{job::Failed, retry::Retry};
+/// assert_eq!(Failed::new(4, Retry::Always).attempted, true);
+/// assert_eq!(Failed::not_attempted(5).retry, Retry::Always);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failed {
+    /// Which call.
+    pub item: u64,
+    /// Whether it may be made again.
+    pub retry: Retry,
+    /// Whether it was made at all: one that was not (a window that stopped
+    /// for lack of slots) keeps its attempt, and is retried whatever the
+    /// attempts so far.
+    pub attempted: bool,
+}
+
+impl Failed {
+    /// Call `item` was made and failed.
+    pub fn new(item: u64, retry: Retry) -> Self {
+        Self { item, retry, attempted: true }
+    }
+
+    /// Call `item` was not made.
+    pub fn not_attempted(item: u64) -> Self {
+        Self { item, retry: Retry::Always, attempted: false }
+    }
+}
+
+/// The calls one pass makes.
+///
+/// ```
+/// use ic_fanout::job::{Pass, Pending};
+/// assert_eq!(Pass::First.items(3), [0, 1, 2]);
+/// let retry = Pass::Retry(vec![Pending { item: 7, attempt: 2, due: 0 }]);
+/// assert_eq!(retry.items(3), [7]);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// Every call of the job, its first attempt.
+    First,
+    /// The calls whose retry is due.
+    Retry(Vec<Pending>),
+}
+
+impl Pass {
+    /// The numbers of the calls this pass makes, of a job of `calls`.
+    pub fn items(&self, calls: u64) -> Vec<u64> {
+        match self {
+            Self::First => (0..calls).collect(),
+            Self::Retry(due) => due.iter().map(|p| p.item).collect(),
+        }
+    }
+
+    /// Each call's attempt in this pass.
+    fn attempts(&self) -> impl Fn(u64) -> u32 + '_ {
+        let retried: BTreeMap<u64, u32> = match self {
+            Self::First => BTreeMap::new(),
+            Self::Retry(due) => due.iter().map(|p| (p.item, p.attempt)).collect(),
+        };
+        move |item| retried.get(&item).copied().unwrap_or(1)
+    }
+}
+
+/// When a job's calls are made: which wait for another attempt, and
+/// whether the job has finished. Plain data, and the rules of retrying.
+///
+/// ```
+/// use ic_fanout::job::{Failed, Pass, Policy, Schedule};
+/// use ic_fanout::retry::{Backoff, Retry};
+///
+/// let policy = Policy { backoff: Backoff { max_attempts: 2, first_ms: 1 }, idempotent: false };
+/// let mut schedule = Schedule::new(Some(policy), 0);
+/// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Always), Failed::new(1, Retry::Never)], 10);
+/// assert_eq!(schedule.next_due(), Some(10 + 1_000_000), "call 0 waits 1 ms; call 1 is given up");
+/// let due = schedule.take_due(u64::MAX, 100);
+/// schedule.absorb(&Pass::Retry(due), [], 2_000_000);
+/// assert_eq!(schedule.finished_at(), Some(2_000_000));
+/// ```
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    policy: Option<Policy>,
+    started_at: u64,
+    passes_running: u32,
+    waiting: Vec<Pending>,
+    retries: u64,
+    given_up: u64,
+    finished_at: Option<u64>,
+}
+
+impl Schedule {
+    /// A job started at `now`, its first pass running; with no policy,
+    /// nothing is retried.
+    pub fn new(policy: Option<Policy>, now: u64) -> Self {
+        Self {
+            policy,
+            started_at: now,
+            passes_running: 1,
+            waiting: vec![],
+            retries: 0,
+            given_up: 0,
+            finished_at: None,
+        }
+    }
+
+    /// Takes in a finished pass's failures: each waits for another attempt
+    /// if the policy allows one.
+    pub fn absorb(&mut self, pass: &Pass, failed: impl IntoIterator<Item = Failed>, now: u64) {
+        self.passes_running = self.passes_running.saturating_sub(1);
+        let attempt_of = pass.attempts();
+        for Failed { item, retry, attempted } in failed {
+            let attempt = attempt_of(item) + u32::from(attempted);
+            match self.policy {
+                Some(Policy { backoff, idempotent })
+                    if retry.allows(idempotent) && (!attempted || attempt <= backoff.max_attempts) =>
+                {
+                    let due = now.saturating_add(backoff.delay_ns(attempt.max(2)));
+                    self.waiting.push(Pending { item, attempt, due });
+                }
+                _ => self.given_up += 1,
+            }
+        }
+        if self.passes_running == 0 && self.waiting.is_empty() {
+            self.finished_at = Some(now);
+        }
+    }
+
+    /// Removes up to `max` calls that are due at `now`, earliest first, and
+    /// counts them as retries of a new pass.
+    pub fn take_due(&mut self, now: u64, max: usize) -> Vec<Pending> {
+        self.waiting.sort_by_key(|p| (p.due, p.item));
+        let due = self.waiting.iter().take_while(|p| p.due <= now).count().min(max);
+        let taken: Vec<Pending> = self.waiting.drain(..due).collect();
+        if !taken.is_empty() {
+            self.passes_running += 1;
+            self.retries += taken.len() as u64;
+        }
+        taken
+    }
+
+    /// After an upgrade: a pass that was running when the canister was
+    /// upgraded without being stopped lost its call context, and with it
+    /// the outcome of its calls; it will never report back.
+    pub fn after_upgrade(&mut self, now: u64) {
+        self.passes_running = 0;
+        if self.waiting.is_empty() && self.finished_at.is_none() {
+            self.finished_at = Some(now);
+        }
+    }
+
+    /// When the next retry is due, if one is waiting.
+    pub fn next_due(&self) -> Option<u64> {
+        self.waiting.iter().map(|p| p.due).min()
+    }
+
+    /// A schedule kept some other way (by an earlier version of your
+    /// canister, say), brought in with no pass running.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Pending, Schedule};
+    /// let waiting = vec![Pending { item: 2, attempt: 3, due: 50 }];
+    /// let schedule = Schedule::resume(None, 10, waiting, 4, None);
+    /// assert_eq!((schedule.next_due(), schedule.retries()), (Some(50), 4));
+    /// ```
+    pub fn resume(
+        policy: Option<Policy>,
+        started_at: u64,
+        waiting: Vec<Pending>,
+        retries: u64,
+        finished_at: Option<u64>,
+    ) -> Self {
+        Self { policy, started_at, passes_running: 0, waiting, retries, given_up: 0, finished_at }
+    }
+
+    /// The policy it retries with.
+    pub fn policy(&self) -> Option<Policy> {
+        self.policy
+    }
+
+    /// IC time (ns) the job started.
+    pub fn started_at(&self) -> u64 {
+        self.started_at
+    }
+
+    /// IC time (ns) it finished: no pass running, no call waiting.
+    pub fn finished_at(&self) -> Option<u64> {
+        self.finished_at
+    }
+
+    /// Calls made again so far.
+    pub fn retries(&self) -> u64 {
+        self.retries
+    }
+
+    /// Failed calls it will not make again.
+    pub fn given_up(&self) -> u64 {
+        self.given_up
+    }
+
+    /// Calls waiting for another attempt.
+    pub fn waiting(&self) -> &[Pending] {
+        &self.waiting
+    }
+}
+
+/// A job as kept: its schedule, and your state (what it calls, and what
+/// you tally).
+///
+/// ```
+/// use ic_fanout::job::{Job, Schedule};
+/// let job = Job { schedule: Schedule::new(None, 0), state: "notify 3 canisters".to_string() };
+/// assert_eq!(job.schedule.finished_at(), None);
+/// ```
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]
+pub struct Job<S> {
+    /// When its calls are made.
+    pub schedule: Schedule,
+    /// Yours.
+    pub state: S,
+}
+
+impl<S: CandidType + DeserializeOwned> Storable for Job<S> {
+    const BOUND: Bound = Bound::Unbounded;
+
+    fn to_bytes(&self) -> Cow<'_, [u8]> {
+        Cow::Owned(self.to_bytes_checked())
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        self.to_bytes_checked()
+    }
+
+    fn from_bytes(bytes: Cow<'_, [u8]>) -> Self {
+        candid::decode_one(&bytes).expect("a job this crate stored decodes")
+    }
+}
+
+impl<S: CandidType> Job<S> {
+    fn to_bytes_checked(&self) -> Vec<u8> {
+        candid::encode_one(self).expect("a job encodes")
+    }
+}
+
+/// Every job, by id, in stable memory: at most a number of them, beyond
+/// which the oldest finished ones are forgotten (an unfinished one never
+/// is, so bound how many your canister starts).
+///
+/// ```
+/// use ic_fanout::job::{Job, Jobs, Schedule};
+/// use ic_stable_structures::VectorMemory;
+///
+/// let mut jobs: Jobs<u32, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 1);
+/// let first = jobs.insert(Job { schedule: Schedule::new(None, 0), state: 7 });
+/// jobs.update(first, |job| job.schedule.absorb(&ic_fanout::job::Pass::First, [], 5));
+/// let second = jobs.insert(Job { schedule: Schedule::new(None, 9), state: 8 });
+/// assert_eq!((first, second), (1, 2));
+/// assert_eq!(jobs.get(first), None, "finished, so forgotten when the next started");
+/// assert_eq!(jobs.unfinished().map(|(id, _)| id).collect::<Vec<_>>(), [2]);
+/// ```
+pub struct Jobs<S: CandidType + DeserializeOwned, M: Memory> {
+    jobs: StableBTreeMap<u64, Job<S>, M>,
+    unfinished: StableBTreeMap<u64, (), M>,
+    kept: u64,
+    /// Jobs with a retry timer set, and when it fires. Timers do not
+    /// survive upgrades, so neither does this.
+    armed: BTreeMap<u64, u64>,
+}
+
+impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
+    /// The jobs kept in `jobs` and `unfinished` (two memories of their own,
+    /// e.g. from a `MemoryManager`), or none if they are new; at most
+    /// `kept` are kept, unless more are unfinished.
+    pub fn init(jobs: M, unfinished: M, kept: u64) -> Self {
+        Self {
+            jobs: StableBTreeMap::init(jobs),
+            unfinished: StableBTreeMap::init(unfinished),
+            kept,
+            armed: BTreeMap::new(),
+        }
+    }
+
+    /// Keeps `job` under the next id (1 for the first), and returns it.
+    /// Ids are never reused, as the newest job is never forgotten.
+    pub fn insert(&mut self, job: Job<S>) -> u64 {
+        let id = self.jobs.last_key_value().map_or(1, |(last, _)| last + 1);
+        self.put(id, job);
+        while self.jobs.len() > self.kept {
+            let oldest = self.jobs.keys().find(|id| !self.unfinished.contains_key(id));
+            let Some(oldest) = oldest else { break };
+            self.jobs.remove(&oldest);
+        }
+        id
+    }
+
+    /// Keeps `job` under `id`, replacing any kept there: for bringing in
+    /// jobs kept some other way before.
+    pub fn put(&mut self, id: u64, job: Job<S>) {
+        match job.schedule.finished_at {
+            None => self.unfinished.insert(id, ()),
+            Some(_) => self.unfinished.remove(&id),
+        };
+        self.jobs.insert(id, job);
+    }
+
+    /// Job `id`, unless it was never started or is forgotten.
+    pub fn get(&self, id: u64) -> Option<Job<S>> {
+        self.jobs.get(&id)
+    }
+
+    /// Changes job `id` with `f`, if it is kept.
+    pub fn update<R>(&mut self, id: u64, f: impl FnOnce(&mut Job<S>) -> R) -> Option<R> {
+        let mut job = self.jobs.get(&id)?;
+        let result = f(&mut job);
+        self.put(id, job);
+        Some(result)
+    }
+
+    /// The jobs not finished yet, oldest first.
+    pub fn unfinished(&self) -> impl Iterator<Item = (u64, Job<S>)> + '_ {
+        self.unfinished.keys().filter_map(|id| Some((id, self.jobs.get(&id)?)))
+    }
+
+    /// How many jobs are kept.
+    pub fn len(&self) -> u64 {
+        self.jobs.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+}
+
+/// What a kind of job calls, and where its jobs are kept. Implement it on a
+/// type of your own (see the [module](self) example).
+pub trait Work: 'static {
+    /// Your state of one job: what it calls, what you tally of it.
+    type State: CandidType + DeserializeOwned;
+    /// The memory its jobs are kept in.
+    type Memory: Memory;
+
+    /// The store of this kind of job, in a `thread_local!`.
+    fn jobs() -> &'static LocalKey<RefCell<Jobs<Self::State, Self::Memory>>>;
+
+    /// Makes the calls of one `pass` of job `id`, and returns the ones that
+    /// failed. Tally what you keep of the pass into your state (with
+    /// [`Jobs::update`]) before returning.
+    fn pass(id: u64, pass: Pass) -> impl Future<Output = Vec<Failed>>;
+
+    /// The most retries one timer makes; the rest wait for the next. The
+    /// default, 500, is what the IC queues per (caller, callee) pair.
+    fn retry_window(_state: &Self::State) -> usize {
+        500
+    }
+}
+
+/// Starts a job with `state`: its first pass runs in this call context
+/// (from `ic_cdk::futures::spawn`), its retries from timers. Returns its
+/// id, or why `policy` is refused (nothing is started then).
+pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, BackoffError> {
+    if let Some(policy) = policy {
+        policy.backoff.check()?;
+    }
+    let job = Job { schedule: Schedule::new(policy, ic_cdk::api::time()), state };
+    let id = W::jobs().with(|j| j.borrow_mut().insert(job));
+    ic_cdk::futures::spawn(run_pass::<W>(id, Pass::First));
+    Ok(id)
+}
+
+/// Call in `post_upgrade`: every unfinished job's timer again, which an
+/// upgrade drops. A pass running at the upgrade lost its call context and
+/// never reports; its calls are neither retried nor counted.
+pub fn rearm<W: Work>() {
+    let now = ic_cdk::api::time();
+    let ids: Vec<u64> = W::jobs().with(|j| j.borrow().unfinished.keys().collect());
+    for id in ids {
+        W::jobs().with(|j| j.borrow_mut().update(id, |job| job.schedule.after_upgrade(now)));
+        arm::<W>(id);
+    }
+}
+
+async fn run_pass<W: Work>(id: u64, pass: Pass) {
+    let failed = W::pass(id, pass.clone()).await;
+    let now = ic_cdk::api::time();
+    W::jobs().with(|j| j.borrow_mut().update(id, |job| job.schedule.absorb(&pass, failed, now)));
+    arm::<W>(id);
+}
+
+/// Sets a timer for the job's next due retry, unless one fires by then.
+fn arm<W: Work>(id: u64) {
+    W::jobs().with(|j| {
+        let mut jobs = j.borrow_mut();
+        let Some(due) = jobs.get(id).and_then(|job| job.schedule.next_due()) else { return };
+        if jobs.armed.get(&id).is_some_and(|&armed| armed <= due) {
+            return;
+        }
+        jobs.armed.insert(id, due);
+        let delay = Duration::from_nanos(due.saturating_sub(ic_cdk::api::time()));
+        ic_cdk_timers::set_timer(delay, retry::<W>(id));
+    });
+}
+
+/// Runs from a timer: the due retries, then the next timer.
+async fn retry<W: Work>(id: u64) {
+    let now = ic_cdk::api::time();
+    let due = W::jobs().with(|j| {
+        let mut jobs = j.borrow_mut();
+        jobs.armed.remove(&id);
+        let window = jobs.get(id).map(|job| W::retry_window(&job.state))?;
+        jobs.update(id, |job| job.schedule.take_due(now, window))
+    });
+    arm::<W>(id);
+    match due {
+        Some(due) if !due.is_empty() => run_pass::<W>(id, Pass::Retry(due)).await,
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: Policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 1 }, idempotent: false };
+
+    #[test]
+    fn retryable_failures_wait_out_the_backoff() {
+        let mut s = Schedule::new(Some(POLICY), 1_000);
+        s.absorb(&Pass::First, [Failed::new(1, Retry::Always), Failed::new(2, Retry::IfIdempotent)], 2_000);
+        assert_eq!(s.waiting, [Pending { item: 1, attempt: 2, due: 2_000 + 1_000_000 }]);
+        assert_eq!((s.given_up, s.finished_at), (1, None));
+        assert!(s.take_due(2_000 + 999_999, 10).is_empty(), "not before the backoff");
+        let due = s.take_due(2_000 + 1_000_000, 10);
+        assert_eq!((due.len(), s.retries, s.passes_running), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_call_gives_up_after_max_attempts_and_the_job_finishes() {
+        let mut s = Schedule::new(Some(POLICY), 1_000);
+        s.absorb(&Pass::First, [Failed::new(0, Retry::Always)], 2_000);
+        for attempt in 2..=3 {
+            let due = s.take_due(u64::MAX, 10);
+            assert_eq!(due[0].attempt, attempt);
+            s.absorb(&Pass::Retry(due), [Failed::new(0, Retry::Always)], 3_000);
+        }
+        assert!(s.waiting.is_empty());
+        assert_eq!((s.finished_at, s.retries, s.given_up), (Some(3_000), 2, 1));
+    }
+
+    #[test]
+    fn calls_that_may_have_run_wait_only_when_idempotent() {
+        for (idempotent, waiting) in [(false, 0), (true, 1)] {
+            let mut s = Schedule::new(Some(Policy { idempotent, ..POLICY }), 0);
+            s.absorb(&Pass::First, [Failed::new(0, Retry::IfIdempotent)], 0);
+            assert_eq!(s.waiting.len(), waiting);
+        }
+    }
+
+    #[test]
+    fn without_a_policy_nothing_is_retried() {
+        let mut s = Schedule::new(None, 0);
+        s.absorb(&Pass::First, [Failed::new(0, Retry::Always)], 5_000);
+        assert_eq!((s.waiting.len(), s.given_up, s.finished_at), (0, 1, Some(5_000)));
+    }
+
+    #[test]
+    fn an_upgrade_ends_passes_that_were_running() {
+        let mut s = Schedule::new(Some(POLICY), 0);
+        s.after_upgrade(7_000);
+        assert_eq!((s.passes_running, s.finished_at), (0, Some(7_000)));
+        let mut waiting = Schedule::new(Some(POLICY), 0);
+        waiting.absorb(&Pass::First, [Failed::new(0, Retry::Always)], 2_000);
+        waiting.after_upgrade(7_000);
+        assert_eq!(waiting.finished_at, None, "its retries still come");
+    }
+
+    #[test]
+    fn a_call_that_was_not_attempted_keeps_its_attempt() {
+        let mut s =
+            Schedule::new(Some(Policy { backoff: Backoff { max_attempts: 2, first_ms: 1 }, ..POLICY }), 0);
+        s.absorb(&Pass::First, [Failed::not_attempted(0)], 0);
+        assert_eq!(s.waiting[0].attempt, 1);
+        assert_eq!(s.waiting[0].due, 1_000_000, "it still waits out a backoff");
+        for _ in 0..5 {
+            let due = s.take_due(u64::MAX, 10);
+            s.absorb(&Pass::Retry(due), [Failed::not_attempted(0)], 0);
+        }
+        assert_eq!(s.waiting.len(), 1, "never attempted, never given up");
+    }
+
+    #[test]
+    fn take_due_keeps_to_the_window() {
+        let mut s = Schedule::new(Some(POLICY), 0);
+        s.absorb(&Pass::First, (0..4).map(|i| Failed::new(i, Retry::Always)), 0);
+        assert_eq!(s.take_due(u64::MAX, 3).len(), 3);
+        assert_eq!(s.waiting.len(), 1);
+    }
+}
