@@ -8,24 +8,15 @@
 //! ```
 
 use candid::Principal;
-use ic_cdk::call::{Call, CallFailed};
-use ic_fanout::{Pace, Refusal, fan_out};
+use ic_cdk::call::Call;
+use ic_fanout::{Pace, fan_out};
 use std::num::NonZeroU64;
-
-struct Failed(CallFailed);
-
-impl Refusal for Failed {
-    fn is_refusal(&self) -> bool {
-        matches!(self.0, CallFailed::CallPerformFailed(_) | CallFailed::InsufficientLiquidCycleBalance(_))
-    }
-}
 
 /// Notifies every canister in `targets`; how many answered.
 #[ic_cdk::update]
 async fn notify_all(targets: Vec<Principal>) -> u64 {
     let window = Pace::Window(NonZeroU64::new(400).expect("400 is not zero"));
-    let notify =
-        |&target: &Principal| async move { Call::bounded_wait(target, "notify").await.map_err(Failed) };
+    let notify = |&target: &Principal| Call::bounded_wait(target, "notify").into_future();
     let done = fan_out(window, &targets, notify).await;
     done.outcomes.iter().filter(|outcome| matches!(outcome, Some(Ok(_)))).count() as u64
 }

@@ -1,8 +1,11 @@
 //! Fan-out for Internet Computer canisters: make many calls all at once,
 //! one at a time, or in a window of `k` that waits for free slots, under
 //! the IC's limit of 500 calls in flight per (caller, callee) pair; send
-//! them in checked batches ([`batch`]); and, on the callee's side, execute
-//! each retried call once with bounded state ([`once`]).
+//! them in checked batches ([`batch`]); retry the failed ones from timers
+//! with capped backoff, as jobs kept in stable memory (`job`, with the
+//! feature `jobs`; which failures to retry: [`retry`]); and, on the
+//! callee's side, execute each retried call once with bounded state
+//! ([`once`]).
 //!
 //! A call that finds no free slot is refused at once, in the execution that
 //! makes it (ic-cdk's `CallFailed::CallPerformFailed`), and nothing frees a

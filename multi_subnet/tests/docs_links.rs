@@ -1,4 +1,5 @@
-//! No dead link between the README and the pages under docs/: every relative
+//! No dead link between the README, the pages under docs/ and the
+//! library's README and CHANGELOG: every relative
 //! link names a file that exists, and every `#anchor` a heading of its
 //! target, as GitHub makes anchors of headings. External links are not
 //! followed.
@@ -8,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// README.md and every .md under docs/.
+/// README.md, every .md under docs/, and the library's README and CHANGELOG.
 fn documents(root: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
         for entry in fs::read_dir(dir).unwrap() {
@@ -21,6 +22,8 @@ fn documents(root: &Path) -> Vec<PathBuf> {
         }
     }
     let mut found = vec![root.join("README.md")];
+    let library = ["fanout/README.md", "fanout/CHANGELOG.md"].map(|page| root.join(page));
+    found.extend(library.into_iter().filter(|page| page.is_file()));
     walk(&root.join("docs"), &mut found);
     found.sort();
     found
