@@ -2,8 +2,9 @@
 //! "notify every user canister" pattern. Each notice carries a nonce that
 //! the receiver (`notified`, the other half of this example) acts on once,
 //! so a notice whose answer was lost (`SYS_UNKNOWN`) is sent again safely.
-//! The job retries from timers until every receiver has the notice or a
-//! notice has used its attempts, and it survives upgrades.
+//! The job retries from timers until every receiver has the notice, or a
+//! notice has used its attempts or the backoff's total time, and it
+//! survives upgrades (a pass running at an upgrade without a stop is lost).
 //!
 //! ```sh
 //! cargo build --release --target wasm32-unknown-unknown --target-dir target/wasm \
@@ -39,8 +40,8 @@ thread_local! {
 /// The most receivers one notification may have.
 const MAX_RECEIVERS: usize = 10_000;
 
-/// Calls in flight at once: each reserves cycles and queue space until
-/// answered, so a notification to 10,000 canisters goes out 500 at a time.
+/// Calls in flight at once per pass: each reserves cycles and queue space
+/// until answered, so a pass to 10,000 canisters goes out 500 at a time.
 const WINDOW: NonZeroU64 = NonZeroU64::new(500).expect("not zero");
 
 /// Up to 10 attempts, 1 s before the first retry, doubling: about 8.5

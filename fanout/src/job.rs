@@ -84,6 +84,7 @@ use std::thread::LocalKey;
 use std::time::Duration;
 
 use crate::retry::{Backoff, BackoffError, Retry};
+use ic_cdk_timers::TimerId;
 
 /// How a job retries: when ([`Backoff`]), and whether the callee executes
 /// each call once, which makes retrying calls that may have executed safe
@@ -226,23 +227,47 @@ impl Schedule {
     }
 
     /// Takes in a finished pass's failures: each waits for another attempt
-    /// if the policy allows one.
+    /// if the policy allows one. A call that was made waits if its class
+    /// allows and it has attempts left; one that was not made keeps its
+    /// attempt, and waits while its next try is within the backoff's total
+    /// from the job's start (so no job outlives its caps).
     pub fn absorb(&mut self, pass: &Pass, failed: impl IntoIterator<Item = Failed>, now: u64) {
         self.passes_running = self.passes_running.saturating_sub(1);
         let attempt_of = pass.attempts();
         for Failed { item, retry, attempted } in failed {
             let attempt = attempt_of(item) + u32::from(attempted);
-            match self.policy {
-                Some(Policy { backoff, idempotent })
-                    if retry.allows(idempotent) && (!attempted || attempt <= backoff.max_attempts) =>
-                {
-                    let due = now.saturating_add(backoff.delay_ns(attempt.max(2)));
-                    self.waiting.push(Pending { item, attempt, due });
-                }
-                _ => self.given_up += 1,
+            let waits = self.policy.and_then(|Policy { backoff, idempotent }| {
+                let due = now.saturating_add(backoff.delay_ns(attempt.max(2)));
+                let deadline = u128::from(self.started_at) + backoff.total_ms() * 1_000_000;
+                let in_time =
+                    if attempted { attempt <= backoff.max_attempts } else { u128::from(due) <= deadline };
+                (retry.allows(idempotent) && in_time).then_some(due)
+            });
+            match waits {
+                Some(due) => self.waiting.push(Pending { item, attempt, due }),
+                None => self.given_up += 1,
             }
         }
-        if self.passes_running == 0 && self.waiting.is_empty() {
+        self.finish_if_done(now);
+    }
+
+    /// A pass that will never report: its call context was dropped (a
+    /// trap in one of its callbacks cancels it). Its calls are neither
+    /// retried nor counted.
+    ///
+    /// ```
+    /// # use ic_fanout::job::Schedule;
+    /// let mut schedule = Schedule::new(None, 0);
+    /// schedule.pass_lost(3);
+    /// assert_eq!(schedule.finished_at(), Some(3));
+    /// ```
+    pub fn pass_lost(&mut self, now: u64) {
+        self.passes_running = self.passes_running.saturating_sub(1);
+        self.finish_if_done(now);
+    }
+
+    fn finish_if_done(&mut self, now: u64) {
+        if self.passes_running == 0 && self.waiting.is_empty() && self.finished_at.is_none() {
             self.finished_at = Some(now);
         }
     }
@@ -265,9 +290,7 @@ impl Schedule {
     /// the outcome of its calls; it will never report back.
     pub fn after_upgrade(&mut self, now: u64) {
         self.passes_running = 0;
-        if self.waiting.is_empty() && self.finished_at.is_none() {
-            self.finished_at = Some(now);
-        }
+        self.finish_if_done(now);
     }
 
     /// When the next retry is due, if one is waiting.
@@ -383,9 +406,9 @@ pub struct Jobs<S: CandidType + DeserializeOwned, M: Memory> {
     jobs: StableBTreeMap<u64, Job<S>, M>,
     unfinished: StableBTreeMap<u64, (), M>,
     kept: u64,
-    /// Jobs with a retry timer set, and when it fires. Timers do not
-    /// survive upgrades, so neither does this.
-    armed: BTreeMap<u64, u64>,
+    /// Jobs with a retry timer set: when it fires, and the timer. Timers do
+    /// not survive upgrades, so neither does this.
+    armed: BTreeMap<u64, (u64, TimerId)>,
 }
 
 impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
@@ -469,8 +492,11 @@ pub trait Work: 'static {
     /// [`Jobs::update`]) before returning.
     fn pass(id: u64, pass: Pass) -> impl Future<Output = Vec<Failed>>;
 
-    /// The most retries one timer makes; the rest wait for the next. The
-    /// default, 500, is what the IC queues per (caller, callee) pair.
+    /// The most retries one timer takes; the rest wait for the next timer,
+    /// which is set at once when they are due (so passes of one job may
+    /// overlap: pace the calls within a pass). The default, 500, is what
+    /// the IC queues per (caller, callee) pair. Called with no borrow of the
+    /// store held.
     fn retry_window(_state: &Self::State) -> usize {
         500
     }
@@ -489,9 +515,10 @@ pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, Ba
     Ok(id)
 }
 
-/// Call in `post_upgrade`: every unfinished job's timer again, which an
-/// upgrade drops. A pass running at the upgrade lost its call context and
-/// never reports; its calls are neither retried nor counted.
+/// Call in `post_upgrade`, and only there: every unfinished job's timer
+/// again, which an upgrade drops. A pass running at the upgrade lost its
+/// call context and never reports; its calls are neither retried nor
+/// counted. (Elsewhere it would count passes still running as lost.)
 pub fn rearm<W: Work>() {
     let now = ic_cdk::api::time();
     let ids: Vec<u64> = W::jobs().with(|j| j.borrow().unfinished.keys().collect());
@@ -502,35 +529,55 @@ pub fn rearm<W: Work>() {
 }
 
 async fn run_pass<W: Work>(id: u64, pass: Pass) {
+    // Dropped unfinished when the pass's call context is (a trap in one of
+    // its callbacks cancels every task of that call): the pass is lost.
+    struct Running<W: Work>(u64, std::marker::PhantomData<W>);
+    impl<W: Work> Drop for Running<W> {
+        fn drop(&mut self) {
+            let now = ic_cdk::api::time();
+            W::jobs().with(|j| j.borrow_mut().update(self.0, |job| job.schedule.pass_lost(now)));
+            arm::<W>(self.0);
+        }
+    }
+    let running = Running::<W>(id, std::marker::PhantomData);
     let failed = W::pass(id, pass.clone()).await;
+    std::mem::forget(running);
     let now = ic_cdk::api::time();
     W::jobs().with(|j| j.borrow_mut().update(id, |job| job.schedule.absorb(&pass, failed, now)));
     arm::<W>(id);
 }
 
-/// Sets a timer for the job's next due retry, unless one fires by then.
+/// Sets a timer for the job's next due retry, unless one fires by then; a
+/// later one is cleared, so one timer at most waits per job.
 fn arm<W: Work>(id: u64) {
     W::jobs().with(|j| {
         let mut jobs = j.borrow_mut();
         let Some(due) = jobs.get(id).and_then(|job| job.schedule.next_due()) else { return };
-        if jobs.armed.get(&id).is_some_and(|&armed| armed <= due) {
-            return;
+        match jobs.armed.get(&id) {
+            Some(&(armed, _)) if armed <= due => return,
+            Some(&(_, later)) => ic_cdk_timers::clear_timer(later),
+            None => {}
         }
-        jobs.armed.insert(id, due);
         let delay = Duration::from_nanos(due.saturating_sub(ic_cdk::api::time()));
-        ic_cdk_timers::set_timer(delay, retry::<W>(id));
+        let timer = ic_cdk_timers::set_timer(delay, retry::<W>(id, due));
+        jobs.armed.insert(id, (due, timer));
     });
 }
 
-/// Runs from a timer: the due retries, then the next timer.
-async fn retry<W: Work>(id: u64) {
+/// Runs from the timer set for `armed`: the due retries, then the next
+/// timer.
+async fn retry<W: Work>(id: u64, armed: u64) {
     let now = ic_cdk::api::time();
-    let due = W::jobs().with(|j| {
+    let job = W::jobs().with(|j| {
         let mut jobs = j.borrow_mut();
-        jobs.armed.remove(&id);
-        let window = jobs.get(id).map(|job| W::retry_window(&job.state))?;
-        jobs.update(id, |job| job.schedule.take_due(now, window))
+        if jobs.armed.get(&id).is_some_and(|&(due, _)| due == armed) {
+            jobs.armed.remove(&id);
+        }
+        jobs.get(id)
     });
+    let Some(job) = job else { return };
+    let window = W::retry_window(&job.state);
+    let due = W::jobs().with(|j| j.borrow_mut().update(id, |job| job.schedule.take_due(now, window)));
     arm::<W>(id);
     match due {
         Some(due) if !due.is_empty() => run_pass::<W>(id, Pass::Retry(due)).await,
@@ -607,6 +654,27 @@ mod tests {
             s.absorb(&Pass::Retry(due), [Failed::not_attempted(0)], 0);
         }
         assert_eq!(s.waiting.len(), 1, "never attempted, never given up");
+    }
+
+    #[test]
+    fn a_call_never_attempted_is_given_up_once_its_next_try_would_pass_the_backoffs_total() {
+        // 3 attempts from 1 ms: waits of 1 + 2 = 3 ms in all, from the start.
+        let mut s = Schedule::new(Some(POLICY), 0);
+        s.absorb(&Pass::First, [Failed::not_attempted(0)], 2_000_000);
+        assert_eq!(s.waiting, [Pending { item: 0, attempt: 1, due: 3_000_000 }], "due at the deadline");
+        let due = s.take_due(u64::MAX, 10);
+        s.absorb(&Pass::Retry(due), [Failed::not_attempted(0)], 2_000_001);
+        assert_eq!((s.waiting.len(), s.given_up, s.finished_at), (0, 1, Some(2_000_001)));
+    }
+
+    #[test]
+    fn a_lost_pass_ends_the_job_unless_calls_wait() {
+        let mut s = Schedule::new(Some(POLICY), 0);
+        s.absorb(&Pass::First, [Failed::new(0, Retry::Always)], 0);
+        let due = s.take_due(u64::MAX, 10);
+        assert_eq!((due.len(), s.passes_running), (1, 1));
+        s.pass_lost(5);
+        assert_eq!((s.passes_running, s.finished_at, s.given_up), (0, Some(5), 0), "its call is not counted");
     }
 
     #[test]

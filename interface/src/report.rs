@@ -142,8 +142,6 @@ impl ic_fanout::Refusal for FailureKind {
     }
 }
 
-/// Whether `message` is exactly "Canister <callee> is stopped" or "... is
-/// stopping".
 /// Pings that failed in one way.
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[allow(missing_docs)] // Documented in the .did: see the crate doc.
