@@ -75,7 +75,7 @@ impl Retry {
 /// or stopping, so the request never reached it. The replica's stream
 /// handler (`generate_reject_response_for` in dfinity/ic
 /// `rs/messaging/src/routing/stream_handler.rs`) words it exactly
-/// "Canister <id> is stopped" or "Canister <id> is stopping".
+/// `"Canister <id> is stopped"` or `"Canister <id> is stopping"`.
 ///
 /// ```
 /// let callee = candid::Principal::from_slice(&[1]);
