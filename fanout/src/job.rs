@@ -490,6 +490,11 @@ pub trait Work: 'static {
     /// Makes the calls of one `pass` of job `id`, and returns the ones that
     /// failed. Tally what you keep of the pass into your state (with
     /// [`Jobs::update`]) before returning.
+    ///
+    /// Keep what runs before its first call from trapping: a retry pass
+    /// runs in its timer's execution, which a trap there rolls back whole,
+    /// and ic-cdk-timers does not run that timer again, so the job would
+    /// wait until [`rearm`] at the next upgrade.
     fn pass(id: u64, pass: Pass) -> impl Future<Output = Vec<Failed>>;
 
     /// The most retries one timer takes; the rest wait for the next timer,
