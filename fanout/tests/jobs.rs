@@ -2,12 +2,14 @@
 //! once (done, waiting, or given up); a call is retried only as its class
 //! and the policy allow, never before its backoff, never past its attempts;
 //! no timer takes more than its window; and the job finishes exactly when
-//! nothing waits.
+//! nothing waits. The store keeps every unfinished job, at most `kept` in
+//! all otherwise, and never reuses an id.
 
 #![cfg(feature = "jobs")]
 
-use ic_fanout::job::{Failed, Pass, Policy, Schedule};
+use ic_fanout::job::{Failed, Job, Jobs, Pass, Policy, Schedule};
 use ic_fanout::retry::{Backoff, Retry};
+use ic_stable_structures::VectorMemory;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -105,5 +107,39 @@ proptest! {
         schedule.absorb(&Pass::First, failed.clone(), 5);
         prop_assert_eq!(schedule.given_up(), failed.len() as u64);
         prop_assert_eq!((schedule.finished_at(), schedule.next_due()), (Some(5), None));
+    }
+
+    #[test]
+    fn the_store_keeps_every_unfinished_job_and_never_reuses_an_id(
+        kept in 0u64..6,
+        // Per step: start a job, or finish the unfinished job at this index.
+        steps in proptest::collection::vec(proptest::option::of(0usize..8), 1..60),
+    ) {
+        let mut jobs: Jobs<u64, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), kept);
+        let (mut last_id, mut unfinished, mut bound) = (0, vec![], 0);
+        for (now, step) in steps.into_iter().enumerate() {
+            match step {
+                None => {
+                    let id = jobs.insert(Job { schedule: Schedule::new(None, now as u64), state: now as u64 });
+                    prop_assert!(id > last_id, "id {} after {}", id, last_id);
+                    last_id = id;
+                    unfinished.push(id);
+                    // Forgetting happens as a job starts: beyond `kept`, the
+                    // finished ones go.
+                    bound = kept.max(unfinished.len() as u64);
+                }
+                Some(i) if i < unfinished.len() => {
+                    let id = unfinished.remove(i);
+                    jobs.update(id, |job| job.schedule.absorb(&Pass::First, [], now as u64)).unwrap();
+                }
+                Some(_) => {}
+            }
+            let kept_unfinished: Vec<u64> = jobs.unfinished().map(|(id, _)| id).collect();
+            let mut expected = unfinished.clone();
+            expected.sort();
+            prop_assert_eq!(kept_unfinished, expected);
+            prop_assert!(jobs.len() <= bound, "{} kept, over {}", jobs.len(), bound);
+            prop_assert!(last_id == 0 || jobs.get(last_id).is_some(), "the newest job is kept");
+        }
     }
 }
