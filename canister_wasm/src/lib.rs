@@ -108,9 +108,6 @@ fn build() -> Result<()> {
 }
 
 fn build_now() -> Result<()> {
-    let root = workspace_root();
-    ensure_wasm_target(&root)?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // Quiet, so that a run prints only its report; say so when a first
     // build will take a while.
     let built = Canister::ALL.iter().all(|&c| built_path(c).is_file());
@@ -121,15 +118,18 @@ fn build_now() -> Result<()> {
     // together, cargo would unify their dependencies' features, and the
     // callee would link the caller's timers (ic-fanout's `jobs`).
     for canister in Canister::ALL {
-        cargo_build(&root, &cargo, &["-p", canister.package()])?;
+        cargo_build(&["-p", canister.package()])?;
     }
     Ok(())
 }
 
 /// `cargo build` for wasm32 with the release profile into the wasm target dir.
-fn cargo_build(root: &Path, cargo: &std::ffi::OsStr, what: &[&str]) -> Result<()> {
+fn cargo_build(what: &[&str]) -> Result<()> {
+    let root = workspace_root();
+    ensure_wasm_target(&root)?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
-        .current_dir(root)
+        .current_dir(&root)
         .args(["build", "--quiet", "--locked", "--release", "--target", WASM_TARGET])
         .args(what)
         .arg("--target-dir")
@@ -145,10 +145,7 @@ fn cargo_build(root: &Path, cargo: &std::ffi::OsStr, what: &[&str]) -> Result<()
 /// An example canister of `ic-fanout` (`fanout/examples/<name>.rs`), built
 /// for wasm32 with the release profile and all the crate's features.
 pub fn fanout_example(name: &str) -> Result<Vec<u8>> {
-    let root = workspace_root();
-    ensure_wasm_target(&root)?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    cargo_build(&root, &cargo, &["-p", "ic-fanout", "--all-features", "--example", name])?;
+    cargo_build(&["-p", "ic-fanout", "--all-features", "--example", name])?;
     read(&wasm_target_dir().join(WASM_TARGET).join("release/examples").join(format!("{name}.wasm")))
 }
 

@@ -20,7 +20,7 @@
 //! use ic_fanout::{Pace, fan_out};
 //! use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 //! use ic_stable_structures::DefaultMemoryImpl;
-//! use std::{cell::RefCell, num::NonZeroU64, thread::LocalKey};
+//! use std::{cell::RefCell, future::IntoFuture, num::NonZeroU64, thread::LocalKey};
 //!
 //! type Memory = VirtualMemory<DefaultMemoryImpl>;
 //! thread_local! {
@@ -368,11 +368,11 @@ impl<S: CandidType + DeserializeOwned> Storable for Job<S> {
     const BOUND: Bound = Bound::Unbounded;
 
     fn to_bytes(&self) -> Cow<'_, [u8]> {
-        Cow::Owned(self.to_bytes_checked())
+        Cow::Owned(self.encode())
     }
 
     fn into_bytes(self) -> Vec<u8> {
-        self.to_bytes_checked()
+        self.encode()
     }
 
     fn from_bytes(bytes: Cow<'_, [u8]>) -> Self {
@@ -381,7 +381,7 @@ impl<S: CandidType + DeserializeOwned> Storable for Job<S> {
 }
 
 impl<S: CandidType> Job<S> {
-    fn to_bytes_checked(&self) -> Vec<u8> {
+    fn encode(&self) -> Vec<u8> {
         candid::encode_one(self).expect("a job encodes")
     }
 }
@@ -528,8 +528,7 @@ pub fn rearm<W: Work>() {
     let now = ic_cdk::api::time();
     let ids: Vec<u64> = W::jobs().with(|j| j.borrow().unfinished.keys().collect());
     for id in ids {
-        W::jobs().with(|j| j.borrow_mut().update(id, |job| job.schedule.after_upgrade(now)));
-        arm::<W>(id);
+        step::<W, _>(id, |schedule| schedule.after_upgrade(now));
     }
 }
 
@@ -540,39 +539,48 @@ async fn run_pass<W: Work>(id: u64, pass: Pass) {
     impl<W: Work> Drop for Running<W> {
         fn drop(&mut self) {
             let now = ic_cdk::api::time();
-            W::jobs().with(|j| j.borrow_mut().update(self.0, |job| job.schedule.pass_lost(now)));
-            arm::<W>(self.0);
+            step::<W, _>(self.0, |schedule| schedule.pass_lost(now));
         }
     }
     let running = Running::<W>(id, std::marker::PhantomData);
     let failed = W::pass(id, pass.clone()).await;
     std::mem::forget(running);
     let now = ic_cdk::api::time();
-    W::jobs().with(|j| j.borrow_mut().update(id, |job| job.schedule.absorb(&pass, failed, now)));
-    arm::<W>(id);
+    step::<W, _>(id, |schedule| schedule.absorb(&pass, failed, now));
 }
 
-/// Sets a timer for the job's next due retry, unless one fires by then; a
-/// later one is cleared, so one timer at most waits per job.
-fn arm<W: Work>(id: u64) {
+/// Changes job `id`'s schedule with `f`, keeps it, and arms the timer for
+/// its next due retry; `None` if the job is not kept.
+fn step<W: Work, R>(id: u64, f: impl FnOnce(&mut Schedule) -> R) -> Option<R> {
     W::jobs().with(|j| {
         let mut jobs = j.borrow_mut();
-        let Some(due) = jobs.get(id).and_then(|job| job.schedule.next_due()) else { return };
-        match jobs.armed.get(&id) {
-            Some(&(armed, _)) if armed <= due => return,
-            Some(&(_, later)) => ic_cdk_timers::clear_timer(later),
-            None => {}
+        let mut job = jobs.get(id)?;
+        let result = f(&mut job.schedule);
+        let due = job.schedule.next_due();
+        jobs.put(id, job);
+        if let Some(due) = due {
+            arm::<W>(&mut jobs, id, due);
         }
-        let delay = Duration::from_nanos(due.saturating_sub(ic_cdk::api::time()));
-        let timer = ic_cdk_timers::set_timer(delay, retry::<W>(id, due));
-        jobs.armed.insert(id, (due, timer));
-    });
+        Some(result)
+    })
+}
+
+/// Sets a timer for job `id`'s retry due at `due`, unless one fires by
+/// then; a later one is cleared, so one timer at most waits per job.
+fn arm<W: Work>(jobs: &mut Jobs<W::State, W::Memory>, id: u64, due: u64) {
+    match jobs.armed.get(&id) {
+        Some(&(armed, _)) if armed <= due => return,
+        Some(&(_, later)) => ic_cdk_timers::clear_timer(later),
+        None => {}
+    }
+    let delay = Duration::from_nanos(due.saturating_sub(ic_cdk::api::time()));
+    let timer = ic_cdk_timers::set_timer(delay, retry::<W>(id, due));
+    jobs.armed.insert(id, (due, timer));
 }
 
 /// Runs from the timer set for `armed`: the due retries, then the next
 /// timer.
 async fn retry<W: Work>(id: u64, armed: u64) {
-    let now = ic_cdk::api::time();
     let job = W::jobs().with(|j| {
         let mut jobs = j.borrow_mut();
         if jobs.armed.get(&id).is_some_and(|&(due, _)| due == armed) {
@@ -582,9 +590,8 @@ async fn retry<W: Work>(id: u64, armed: u64) {
     });
     let Some(job) = job else { return };
     let window = W::retry_window(&job.state);
-    let due = W::jobs().with(|j| j.borrow_mut().update(id, |job| job.schedule.take_due(now, window)));
-    arm::<W>(id);
-    match due {
+    let now = ic_cdk::api::time();
+    match step::<W, _>(id, |schedule| schedule.take_due(now, window)) {
         Some(due) if !due.is_empty() => run_pass::<W>(id, Pass::Retry(due)).await,
         _ => {}
     }
