@@ -150,36 +150,74 @@ fn a_stranger_has_nothing_executed_or_kept_until_a_controller_admits_it() {
     assert_eq!(pings_received(&mut sim, callee), 1);
 }
 
-/// 100,000 nonces in batches of 10,000, the caller's floor raised as each
-/// starts: the callee's stable memory stops growing after the first, and a
-/// batch that would pass the cap of 10,000 held nonces executes nothing.
+/// The callee's `ping_batch` argument with the floor later callers send.
+#[derive(CandidType)]
+struct FlooredBatch {
+    first_nonce: Option<u64>,
+    count: u32,
+    floor: Option<u64>,
+}
+
+fn floored_batch(
+    sim: &mut Sim,
+    callee: Principal,
+    sender: Principal,
+    (first, count): (u64, u32),
+    floor: u64,
+) -> Result<(), sim::Reject> {
+    let batch = FlooredBatch { first_nonce: Some(first), count, floor: Some(floor) };
+    sim.update_call(callee, sender, "ping_batch", encode_one(batch).unwrap()).map(drop)
+}
+
+/// 10^6 nonces from one caller in batches of 10,000, its floor raised as
+/// each starts: the callee's stable memory stops growing after the first,
+/// and a batch that would pass the cap of 10,000 held nonces executes
+/// nothing.
 #[test]
-fn the_callees_state_stays_bounded_however_many_nonces_arrive() {
-    #[derive(CandidType)]
-    struct FlooredBatch {
-        first_nonce: Option<u64>,
-        count: u32,
-        floor: Option<u64>,
-    }
+fn the_callees_state_stays_bounded_after_a_million_nonces_from_one_caller() {
     let (mut sim, callee) = installed();
-    let batch = |sim: &mut Sim, first: u64, floor: u64| {
-        let batch = FlooredBatch { first_nonce: Some(first), count: 10_000, floor: Some(floor) };
-        sim.update_call(callee, caller(), "ping_batch", encode_one(batch).unwrap())
-    };
     let mut after_first = 0;
-    for first in (0..100_000).step_by(10_000) {
-        batch(&mut sim, first, first).unwrap();
+    for first in (0..1_000_000).step_by(10_000) {
+        floored_batch(&mut sim, callee, caller(), (first, 10_000), first).unwrap();
         if first == 0 {
             after_first = sim.stable_memory_size(callee).unwrap();
         }
     }
     assert_eq!(sim.stable_memory_size(callee).unwrap(), after_first, "stable memory grew");
-    assert_eq!(nonce_state(&mut sim, callee, caller()), Some((90_000, 10_000, true)));
-    assert_eq!(pings_received(&mut sim, callee), 100_000);
+    assert_eq!(nonce_state(&mut sim, callee, caller()), Some((990_000, 10_000, true)));
+    assert_eq!(pings_received(&mut sim, callee), 1_000_000);
 
-    let err = batch(&mut sim, 100_000, 90_000).unwrap_err();
+    let err = floored_batch(&mut sim, callee, caller(), (1_000_000, 10_000), 990_000).unwrap_err();
     assert!(err.message.contains("holds 10000 executed nonces"), "{err}");
-    assert_eq!(pings_received(&mut sim, callee), 100_000, "a refused batch executes none of its pings");
-    let err = ping_once(&mut sim, callee, caller(), OncePing { nonce: 89_999, floor: 0 }).unwrap_err();
-    assert!(err.message.contains("below the floor 90000"), "{err}");
+    assert_eq!(pings_received(&mut sim, callee), 1_000_000, "a refused batch executes none of its pings");
+    let err = ping_once(&mut sim, callee, caller(), OncePing { nonce: 989_999, floor: 0 }).unwrap_err();
+    assert!(err.message.contains("below the floor 990000"), "{err}");
+}
+
+/// 10^6 nonces from 1,000 callers, 1,000 each, all held (floor 0): the
+/// callee's stable memory is its header and the first 8 MiB bucket of each
+/// of `ExecuteOnce`'s two memories, and a 1,001st caller is not admitted.
+/// (`fanout/tests/once.rs` measures the bytes within the buckets: about
+/// 1.2 KB a caller.)
+#[test]
+fn the_callees_state_stays_bounded_after_a_million_nonces_from_a_thousand_callers() {
+    const PAGE: u64 = 64 * 1024;
+    const BUCKET: u64 = 128 * PAGE;
+    let (mut sim, callee) = installed();
+    let senders: Vec<Principal> =
+        (0..1_000u32).map(|i| Principal::self_authenticating(i.to_be_bytes())).collect();
+    for &sender in &senders {
+        admin(&mut sim, callee, caller(), "admit_caller", sender).unwrap();
+    }
+    let err = admin(&mut sim, callee, caller(), "admit_caller", stranger()).unwrap_err();
+    assert!(err.message.contains("1000 callers are admitted"), "{err}");
+
+    for &sender in &senders {
+        floored_batch(&mut sim, callee, sender, (0, 1_000), 0).unwrap();
+    }
+    assert_eq!(pings_received(&mut sim, callee), 1_000_000);
+    assert_eq!(sim.stable_memory_size(callee).unwrap(), PAGE + 2 * BUCKET);
+    for sender in [senders[0], senders[999]] {
+        assert_eq!(nonce_state(&mut sim, callee, sender), Some((0, 1_000, true)));
+    }
 }
