@@ -27,6 +27,7 @@ use candid::Principal;
 use ic_stable_structures::storable::Bound;
 use ic_stable_structures::{Memory, StableBTreeMap, Storable};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// How much state [`ExecuteOnce`] may keep.
@@ -366,6 +367,44 @@ impl<M: Memory> ExecuteOnce<M> {
         floor: u64,
         f: impl FnOnce() -> R,
     ) -> Result<Execution<R>, Refused> {
+        let mut f = Some(f);
+        let mut executions = self.execute_all(caller, [nonce], floor, |_| f.take().map(|f| f()))?;
+        Ok(match executions.pop().expect("one execution per nonce") {
+            Execution::Now(result) => Execution::Now(result.expect("f runs once")),
+            Execution::Earlier => Execution::Earlier,
+        })
+    }
+
+    /// [`execute`](Self::execute) for many nonces of one caller, all or
+    /// nothing: either each nonce is decided (executed now, with `f`, or
+    /// earlier), in their order, or the first refused is returned and no
+    /// `f` runs. A nonce twice among them runs once, the second `Earlier`.
+    ///
+    /// What a batch method should use: the caller's record is read and
+    /// written once and the nonces 64 at a time, where an
+    /// [`execute`](Self::execute) for each nonce does both for every nonce.
+    /// An empty batch only raises the floor.
+    ///
+    /// ```
+    /// # use ic_fanout::once::{ExecuteOnce, Execution, Limits, Refused};
+    /// # use ic_stable_structures::VectorMemory;
+    /// let limits = Limits { nonces_per_caller: 3, ..Limits::default() };
+    /// let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), limits);
+    /// let caller = candid::Principal::from_slice(&[1]);
+    /// once.admit(caller).unwrap();
+    /// let runs = once.execute_all(caller, [5, 6, 5], 0, |nonce| nonce * 10).unwrap();
+    /// assert_eq!(runs, [Execution::Now(50), Execution::Now(60), Execution::Earlier]);
+    /// // Two more would pass the cap of 3: neither runs.
+    /// assert_eq!(once.execute_all(caller, [7, 8], 0, |_| ()), Err(Refused::Full { held: 3, floor: 0 }));
+    /// assert_eq!(once.caller(caller).unwrap().held, 2);
+    /// ```
+    pub fn execute_all<R>(
+        &mut self,
+        caller: Principal,
+        nonces: impl IntoIterator<Item = u64>,
+        floor: u64,
+        mut f: impl FnMut(u64) -> R,
+    ) -> Result<Vec<Execution<R>>, Refused> {
         let Some(mut state) = self.callers.get(&caller).filter(|c| c.admitted) else {
             return Err(Refused::NotAdmitted(caller));
         };
@@ -373,20 +412,38 @@ impl<M: Memory> ExecuteOnce<M> {
             self.raise_floor(caller, floor);
             state = self.callers.get(&caller).expect("raise_floor keeps the record");
         }
-        if nonce < state.floor {
-            return Err(Refused::BelowFloor { nonce, floor: state.floor });
+        // Decided in memory first, each chunk of 64 read once, so that a
+        // refusal leaves the store as it was.
+        let mut chunks: BTreeMap<u64, (u64, bool)> = BTreeMap::new();
+        let mut now = Vec::new();
+        let mut held = state.held;
+        for nonce in nonces {
+            if nonce < state.floor {
+                return Err(Refused::BelowFloor { nonce, floor: state.floor });
+            }
+            let (chunk, bit) = (nonce / 64, 1 << (nonce % 64));
+            let (bits, changed) = chunks
+                .entry(chunk)
+                .or_insert_with(|| (self.executed.get(&(state.index, chunk)).unwrap_or(0), false));
+            if *bits & bit != 0 {
+                now.push(None);
+                continue;
+            }
+            if held >= self.limits.nonces_per_caller {
+                return Err(Refused::Full { held, floor: state.floor });
+            }
+            (*bits, *changed, held) = (*bits | bit, true, held + 1);
+            now.push(Some(nonce));
         }
-        let (key, bit) = ((state.index, nonce / 64), 1 << (nonce % 64));
-        let bits = self.executed.get(&key).unwrap_or(0);
-        if bits & bit != 0 {
-            return Ok(Execution::Earlier);
+        for (chunk, (bits, changed)) in chunks {
+            if changed {
+                self.executed.insert((state.index, chunk), bits);
+            }
         }
-        if state.held >= self.limits.nonces_per_caller {
-            return Err(Refused::Full { held: state.held, floor: state.floor });
+        if held != state.held {
+            self.callers.insert(caller, CallerState { held, ..state });
         }
-        self.executed.insert(key, bits | bit);
-        self.callers.insert(caller, CallerState { held: state.held + 1, ..state });
-        Ok(Execution::Now(f()))
+        Ok(now.into_iter().map(|nonce| nonce.map_or(Execution::Earlier, |n| Execution::Now(f(n)))).collect())
     }
 
     /// The highest nonce `index` holds.

@@ -97,6 +97,56 @@ proptest! {
     }
 }
 
+/// A copy of `memory` that shares nothing with it.
+fn copied(memory: &VectorMemory) -> VectorMemory {
+    std::rc::Rc::new(std::cell::RefCell::new(memory.borrow().clone()))
+}
+
+proptest! {
+    /// `execute_all` decides a batch as executing its nonces one at a time
+    /// would, all or nothing: where that would be refused part-way, it
+    /// returns the same refusal and leaves the store as only raising the
+    /// floor would.
+    #[test]
+    fn a_batch_is_decided_as_its_nonces_one_at_a_time_or_not_at_all(
+        batches in proptest::collection::vec(
+            (0..3u64, proptest::collection::vec(0..40u64, 1..12), 0..30u64), 1..40),
+    ) {
+        let limits = Limits { nonces_per_caller: 8, callers: 2 };
+        let (mut once, callers, executed) = fresh(limits);
+        once.admit(principal(0)).unwrap();
+        once.admit(principal(1)).unwrap();
+        for (caller, nonces, floor) in batches {
+            let caller = principal(caller);
+            let before = (copied(&callers), copied(&executed));
+            let singly_memories = (copied(&callers), copied(&executed));
+            let mut one_at_a_time = ExecuteOnce::init(singly_memories.0.clone(), singly_memories.1.clone(), limits);
+            let singly: Result<Vec<_>, Refused> =
+                nonces.iter().map(|&n| one_at_a_time.execute(caller, n, floor, || n * 10)).collect();
+            let mut ran = Vec::new();
+            let all = once.execute_all(caller, nonces.iter().copied(), floor, |n| { ran.push(n); n * 10 });
+            prop_assert_eq!(&all, &singly);
+            match all {
+                Ok(executions) => {
+                    let now: Vec<u64> = executions.iter().filter_map(|e| match e { Execution::Now(r) => Some(r / 10), Execution::Earlier => None }).collect();
+                    prop_assert_eq!(ran, now);
+                    prop_assert_eq!(once.caller(caller), one_at_a_time.caller(caller));
+                    prop_assert!(*executed.borrow() == *singly_memories.1.borrow(), "nonces kept differ");
+                }
+                Err(_) => {
+                    prop_assert!(ran.is_empty(), "ran {:?} of a refused batch", ran);
+                    let mut raised = ExecuteOnce::init(before.0.clone(), before.1.clone(), limits);
+                    if raised.is_admitted(caller) {
+                        raised.raise_floor(caller, floor);
+                    }
+                    prop_assert!(*callers.borrow() == *before.0.borrow(), "callers differ from the floor's raise alone");
+                    prop_assert!(*executed.borrow() == *before.1.borrow(), "nonces differ from the floor's raise alone");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn nothing_the_callee_can_still_decide_is_refused() {
     let (mut once, _, _) = fresh(Limits { nonces_per_caller: 100, callers: 1 });

@@ -6,7 +6,7 @@
 
 use candid::{CandidType, Deserialize, Principal};
 use ic_cdk::api::{env_var_name_exists, env_var_value, is_controller, msg_caller};
-use ic_fanout::once::{ExecuteOnce, Limits, Refused};
+use ic_fanout::once::{ExecuteOnce, Execution, Limits, Refused};
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap, StableCell};
 use serde_bytes::ByteBuf;
@@ -45,22 +45,26 @@ fn memory(id: MemoryId) -> Memory {
 /// any: admitted without a controller's call, like the controllers.
 const CALLER_ENV_VAR: &str = "PUBLIC_CANISTER_ID:caller";
 
-/// Executes the ping tagged `nonce` for the calling canister unless it
-/// already was, first raising the caller's floor to `floor`.
-fn execute_once(nonce: u64, floor: u64) -> Result<bool, Refused> {
+/// Executes the pings tagged `nonces` for the calling canister, each unless
+/// it already was, first raising the caller's floor to `floor`; all of them
+/// or, refused, none. True for each executed now.
+fn execute_once(nonces: impl Iterator<Item = u64> + Clone, floor: u64) -> Result<Vec<bool>, Refused> {
     let caller = msg_caller();
     ONCE.with(|once| {
         let mut once = once.borrow_mut();
-        // Admission is looked at only when refused: a batch's nonces look
-        // up their caller once each, not twice.
-        let executed = match once.execute(caller, nonce, floor, || acknowledge(1)) {
+        let execute = |once: &mut ExecuteOnce<Memory>| {
+            let executed = once.execute_all(caller, nonces.clone(), floor, |_| acknowledge(1))?;
+            Ok(executed.iter().map(Execution::is_now).collect())
+        };
+        // Admission is looked at only when refused: a batch looks up its
+        // caller once, not twice.
+        match execute(&mut once) {
             Err(Refused::NotAdmitted(_)) if admitted_without_asking(caller) => {
                 once.admit(caller)?;
-                once.execute(caller, nonce, floor, || acknowledge(1))
+                execute(&mut once)
             }
             executed => executed,
-        };
-        Ok(executed?.is_now())
+        }
     })
 }
 
@@ -150,21 +154,17 @@ fn ping_batch(batch: PingBatch) -> ByteBuf {
     };
     let nonces = batch_nonces(first, batch.count).unwrap_or_else(|e| ic_cdk::trap(e));
     let floor = batch.floor.unwrap_or(0);
-    // A refusal traps, so that none of the batch executes.
+    // A refusal traps (nothing executed), which idempotent callers retry.
+    let executed = execute_once(nonces, floor)
+        .unwrap_or_else(|refused| ic_cdk::trap(format!("the batch from nonce {first}: {refused}")));
     ByteBuf::from(
-        nonces
-            .map(|nonce| match execute_once(nonce, floor) {
-                Ok(true) => EXECUTED,
-                Ok(false) => EXECUTED_EARLIER,
-                Err(refused) => ic_cdk::trap(format!("nonce {nonce} of the batch: {refused}")),
-            })
-            .collect::<Vec<u8>>(),
+        executed.into_iter().map(|now| if now { EXECUTED } else { EXECUTED_EARLIER }).collect::<Vec<u8>>(),
     )
 }
 
 /// The nonces `first`, `first + 1`, ... of a batch of `count` pings; refused
 /// if they would pass 2^64 - 1 (wrapping would reuse nonces from 0).
-fn batch_nonces(first: u64, count: u32) -> Result<impl Iterator<Item = u64>, String> {
+fn batch_nonces(first: u64, count: u32) -> Result<impl Iterator<Item = u64> + Clone, String> {
     match u64::from(count).checked_sub(1) {
         Some(last) if first.checked_add(last).is_none() => Err(format!(
             "first_nonce = {first} with count = {count} passes the largest nonce, 2^64 - 1: start the batch lower"
@@ -182,7 +182,7 @@ fn batch_nonces(first: u64, count: u32) -> Result<impl Iterator<Item = u64>, Str
 #[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
 #[candid::candid_method(update)]
 fn ping_once(nonce: u64) -> bool {
-    execute_once(nonce, 0).unwrap_or_else(|refused| ic_cdk::trap(refused.to_string()))
+    ping_once_with_floor(OncePing { nonce, floor: 0 })
 }
 
 /// `ping_once`, with the caller's floor: its promise never to send a nonce
@@ -190,7 +190,10 @@ fn ping_once(nonce: u64) -> bool {
 #[ic_cdk::update(decode_with = "endpoint_args::decode_one", hidden)]
 #[candid::candid_method(update)]
 fn ping_once_with_floor(ping: OncePing) -> bool {
-    execute_once(ping.nonce, ping.floor).unwrap_or_else(|refused| ic_cdk::trap(refused.to_string()))
+    match execute_once(std::iter::once(ping.nonce), ping.floor) {
+        Ok(executed) => executed == [true],
+        Err(refused) => ic_cdk::trap(refused.to_string()),
+    }
 }
 
 fn require_controller() -> Result<(), String> {
