@@ -116,7 +116,8 @@ pub enum Refused {
         /// The caller's floor.
         floor: u64,
     },
-    /// The caller holds as many executed nonces as it may.
+    /// A new nonce would pass the executed nonces the caller may hold (in
+    /// a batch, counting the batch's new nonces before it).
     Full {
         /// The cap, [`Limits::nonces_per_caller`].
         held: u64,
@@ -143,7 +144,7 @@ impl fmt::Display for Refused {
             ),
             Refused::Full { held, floor } => write!(
                 f,
-                "this caller holds {held} executed nonces at or above its floor {floor}, the most it may: raise the floor past the nonces it will not send again"
+                "this caller may hold at most {held} executed nonces at or above its floor {floor}, and a new one would pass that: raise the floor past the nonces it will not send again"
             ),
             Refused::TooManyCallers { limit } => {
                 write!(f, "{limit} callers are admitted, the most this canister admits: revoke one first")
@@ -381,7 +382,8 @@ impl<M: Memory> ExecuteOnce<M> {
     /// `f` runs. A nonce twice among them runs once, the second `Earlier`.
     ///
     /// What a batch method should use: the caller's record is read and
-    /// written once and the nonces 64 at a time, where an
+    /// written once (besides raising its floor) and the nonces 64 at a
+    /// time, where an
     /// [`execute`](Self::execute) for each nonce does both for every nonce.
     /// An empty batch only raises the floor.
     ///
@@ -413,7 +415,7 @@ impl<M: Memory> ExecuteOnce<M> {
             state = self.callers.get(&caller).expect("raise_floor keeps the record");
         }
         // Decided in memory first, each chunk of 64 read once, so that a
-        // refusal leaves the store as it was.
+        // refusal leaves the store as raising the floor left it.
         let mut chunks: BTreeMap<u64, (u64, bool)> = BTreeMap::new();
         let mut now = Vec::new();
         let mut held = state.held;

@@ -154,7 +154,8 @@ fn ping_batch(batch: PingBatch) -> ByteBuf {
     };
     let nonces = batch_nonces(first, batch.count).unwrap_or_else(|e| ic_cdk::trap(e));
     let floor = batch.floor.unwrap_or(0);
-    // A refusal traps (nothing executed), which idempotent callers retry.
+    // A refusal traps, with nothing executed: the caller may send the batch
+    // again once admitted or once its floor is raised.
     let executed = execute_once(nonces, floor)
         .unwrap_or_else(|refused| ic_cdk::trap(format!("the batch from nonce {first}: {refused}")));
     ByteBuf::from(
