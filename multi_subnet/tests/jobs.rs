@@ -258,3 +258,37 @@ fn a_caller_admitted_while_its_job_waits_has_its_pings_executed_on_retry() {
     assert_eq!((report.succeeded, report.retries), (10, 10), "{report:?}");
     assert_eq!(pings_received(&mut engine, d.callee()), 20);
 }
+
+#[test]
+fn a_job_waiting_for_one_callee_does_not_hold_down_another_callee_s_floor() {
+    let wasms = canister_wasm::caller_and_callee().unwrap();
+    let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
+    let placement = scenario::Placement { callees: 2, ..Default::default() };
+    let d = scenario::deploy_placed(&mut engine, Topology::CrossSubnet, placement, &wasms).unwrap();
+    let (stopped, busy) = (d.callees[0], d.callees[1]);
+    let to = |callee: Principal, n: u64| Plan {
+        callees: Some(vec![callee]),
+        ..Plan::new(Strategy::Batched, n).with_k(1_000)
+    };
+
+    engine.sim_mut().stop_canister(stopped, controller()).unwrap();
+    let retry = RetryPolicy { max_attempts: 10, backoff_ms: 60_000, idempotent: true };
+    let waiting = start_job(&mut engine, &d, &to(stopped, 10), retry);
+    assert!(!status(&mut engine, &d, waiting).finished);
+
+    // 12,000 nonces at the other callee, past the 10,000 it holds for one
+    // caller below its floor: each job's calls must raise that floor past
+    // the earlier jobs', not leave it at the waiting job's first nonce.
+    for _ in 0..4 {
+        let job = start_job(&mut engine, &d, &to(busy, 3_000), retry);
+        let report = finish(&mut engine, &d, job);
+        assert_eq!((report.succeeded, report.retries), (3_000, 0), "{report:?}");
+        assert_eq!(nonce_state(&mut engine, busy, d.caller).1, 3_000, "only the latest job's nonces held");
+    }
+    assert!(!status(&mut engine, &d, waiting).finished, "still waiting for its callee");
+
+    engine.sim_mut().start_canister(stopped, controller()).unwrap();
+    assert_eq!(finish(&mut engine, &d, waiting).succeeded, 10);
+    assert_eq!(pings_received(&mut engine, stopped), 10);
+    assert_eq!(pings_received(&mut engine, busy), 12_000);
+}

@@ -17,31 +17,49 @@ use crate::plan::{CallId, Pace, Tally, ValidPlan};
 enum Pings {
     /// `ping`.
     One,
-    /// `ping_once(nonce)`: executed once however often it arrives.
-    OneOnce(u64),
-    /// `ping_batch`: `count` pings, nonce-tagged from `first_nonce` if given.
-    Batch { count: u64, first_nonce: Option<u64> },
+    /// `ping_once_with_floor`: executed once however often it arrives.
+    OneOnce(Nonce),
+    /// `ping_batch`: `count` pings, nonce-tagged from the given one's.
+    Batch { count: u64, first: Option<Nonce> },
+}
+
+/// What a nonce-tagged call carries: its (first) ping's nonce, and the
+/// caller's floor at its callee.
+#[derive(Clone, Copy)]
+struct Nonce {
+    nonce: u64,
+    floor: u64,
+}
+
+/// The nonces of a job whose retries need them.
+pub struct Nonces {
+    /// The nonce of the job's first ping; ping `i` carries this plus `i`.
+    pub first: u64,
+    /// The floor sent to each of the plan's callees, in their order
+    /// ([`crate::jobs::nonce_floors`]).
+    pub floors: Vec<u64>,
 }
 
 /// How a plan reaches its callees.
 pub struct Pinger<'a> {
     pub plan: &'a ValidPlan,
-    /// A job whose retries need nonces: the nonce of its first ping.
-    pub first_nonce: Option<u64>,
-    pub floor: u64,
+    pub nonces: Option<Nonces>,
 }
 
 impl Pinger<'_> {
     fn call(&self, call: CallId) -> impl std::future::Future<Output = Outcome> + use<> {
         let plan = self.plan;
-        let callee = plan.callees[(call.index % plan.callees.len() as u64) as usize];
-        let nonce = self.first_nonce.map(|first| first + plan.first_ping(call));
+        let which = (call.index % plan.callees.len() as u64) as usize;
+        let nonce = self
+            .nonces
+            .as_ref()
+            .map(|n| Nonce { nonce: n.first + plan.first_ping(call), floor: n.floors[which] });
         let pings = match (plan.strategy, nonce) {
-            (Strategy::Batched, first_nonce) => Pings::Batch { count: call.pings, first_nonce },
+            (Strategy::Batched, first) => Pings::Batch { count: call.pings, first },
             (_, Some(nonce)) => Pings::OneOnce(nonce),
             (_, None) => Pings::One,
         };
-        ping(callee, plan.wait, plan.timeout_seconds, pings, self.floor)
+        ping(plan.callees[which], plan.wait, plan.timeout_seconds, pings)
     }
 
     /// Makes `calls` at `pace` and tallies them.
@@ -51,7 +69,7 @@ impl Pinger<'_> {
 }
 
 /// One call to `callee`; yields what it acknowledged.
-async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings, floor: u64) -> Outcome {
+async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings) -> Outcome {
     let method = match pings {
         Pings::One => "ping",
         Pings::OneOnce(_) => "ping_once_with_floor",
@@ -65,7 +83,7 @@ async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings,
     let classify = |error: CallFailed| classify(&error, callee);
     match pings {
         Pings::One => call.await.map(|_| Acknowledged::now(1)).map_err(classify),
-        Pings::OneOnce(nonce) => {
+        Pings::OneOnce(Nonce { nonce, floor }) => {
             let response = call.with_arg(OncePing { nonce, floor }).await.map_err(classify)?;
             match response.candid::<bool>() {
                 Ok(true) => Ok(Acknowledged::now(1)),
@@ -73,12 +91,14 @@ async fn ping(callee: Principal, wait: Wait, timeout: Option<u32>, pings: Pings,
                 Err(_) => Err(FailureKind::CandidDecodeFailed),
             }
         }
-        Pings::Batch { count, first_nonce } => {
-            let response = match first_nonce {
+        Pings::Batch { count, first } => {
+            let response = match first {
                 // Each field encoded costs: leave out the absent ones.
                 None => call.with_arg(PlainPingBatch { count: count as u32 }).await,
-                Some(_) => {
-                    call.with_arg(PingBatch { first_nonce, count: count as u32, floor: Some(floor) }).await
+                Some(Nonce { nonce, floor }) => {
+                    let batch =
+                        PingBatch { first_nonce: Some(nonce), count: count as u32, floor: Some(floor) };
+                    call.with_arg(batch).await
                 }
             };
             let response = response.map_err(classify)?;
@@ -102,7 +122,7 @@ fn classify(error: &CallFailed, callee: Principal) -> FailureKind {
 /// Runs a validated plan in this call context and reports on it.
 pub async fn run(plan: ValidPlan) -> Report {
     let (started, balance) = (time(), canister_cycle_balance());
-    let pinger = Pinger { plan: &plan, first_nonce: None, floor: 0 };
+    let pinger = Pinger { plan: &plan, nonces: None };
     let tally = pinger.run(plan.pace(), plan.calls()).await;
     Report {
         requested: plan.n.get(),

@@ -6,7 +6,7 @@
 //! Here: what the caller keeps of a job besides its schedule, its report,
 //! its nonces, and jobs saved by earlier versions.
 
-use candid::{CandidType, Deserialize};
+use candid::{CandidType, Deserialize, Principal};
 use ic_fanout::job::{Failed, Job, Pending, Policy, Schedule};
 use std::collections::BTreeMap;
 
@@ -153,12 +153,25 @@ impl SavedJob {
     }
 }
 
-/// The floor the calls of idempotent jobs carry: the lowest nonce an
-/// unfinished job (of those given) may still send. A finished job sends none again, and a
-/// new job's nonces are above every earlier job's ([`NonceRange`]), so no
-/// nonce below it is ever sent again, and the callee forgets those below.
-pub fn nonce_floor(unfinished: impl IntoIterator<Item = PingJob>) -> u64 {
-    unfinished.into_iter().filter_map(|job| job.first_nonce).min().unwrap_or(0)
+/// The floors the calls of idempotent jobs carry, one per callee of
+/// `callees`: the lowest nonce an unfinished job (of those given) may still
+/// send to that callee. A finished job sends none again, and a new job's
+/// nonces are above every earlier job's ([`NonceRange`]), so no nonce below
+/// it is ever sent to that callee again, and the callee forgets those
+/// below. Per callee, so that a job waiting long for one callee does not
+/// hold down the floor (and fill the nonces held) of another.
+pub fn nonce_floors(callees: &[Principal], unfinished: impl IntoIterator<Item = PingJob>) -> Vec<u64> {
+    let mut floors = vec![u64::MAX; callees.len()];
+    for job in unfinished {
+        let Some(first) = job.first_nonce else { continue };
+        for (floor, callee) in floors.iter_mut().zip(callees) {
+            if job.plan.callees.contains(callee) {
+                *floor = (*floor).min(first);
+            }
+        }
+    }
+    // No unfinished job calls it: no promise.
+    floors.into_iter().map(|floor| if floor == u64::MAX { 0 } else { floor }).collect()
 }
 
 /// The nonces a caller's idempotent jobs tag their pings with. The callee
@@ -202,7 +215,6 @@ impl NonceRange {
 mod tests {
     use super::*;
     use crate::guards::CallCount;
-    use candid::Principal;
     use ic_fanout::job::Pass;
     use interface::{Acknowledged, Strategy, Wait};
 
@@ -289,11 +301,17 @@ mod tests {
     }
 
     #[test]
-    fn the_floor_is_the_lowest_first_nonce_of_the_unfinished_jobs() {
-        let with_nonce = |first| PingJob { first_nonce: first, ..job(Some(POLICY)).state };
-        let unfinished = [with_nonce(Some(30)), with_nonce(None), with_nonce(Some(20))];
-        assert_eq!(nonce_floor(unfinished), 20);
-        assert_eq!(nonce_floor(vec![]), 0, "nothing unfinished: no promise");
+    fn each_callee_s_floor_is_the_lowest_first_nonce_of_the_unfinished_jobs_that_call_it() {
+        let (a, b, c) =
+            (Principal::from_slice(&[1]), Principal::from_slice(&[2]), Principal::from_slice(&[3]));
+        let with = |first, callees: &[Principal]| {
+            let base = job(Some(POLICY)).state;
+            PingJob { first_nonce: first, plan: ValidPlan { callees: callees.to_vec(), ..base.plan }, ..base }
+        };
+        let unfinished =
+            [with(Some(30), &[a, b]), with(None, &[a, b]), with(Some(20), &[a]), with(Some(40), &[b])];
+        assert_eq!(nonce_floors(&[a, b, c], unfinished), [20, 30, 0], "c: no job calls it, no promise");
+        assert_eq!(nonce_floors(&[a], vec![]), [0], "nothing unfinished: no promise");
     }
 
     #[test]

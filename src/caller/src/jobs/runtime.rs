@@ -9,8 +9,8 @@ use interface::{Report, Strategy};
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
-use super::{NonceRange, PingJob, SavedJobs, nonce_floor};
-use crate::calls::Pinger;
+use super::{NonceRange, PingJob, SavedJobs, nonce_floors};
+use crate::calls::{Nonces, Pinger};
 use crate::memory::{self, Memory};
 use crate::plan::{Pace, ValidPlan};
 
@@ -47,8 +47,12 @@ impl Work for Pings {
         };
         // Computed as the pass starts: floors only rise, so a lower one is
         // never wrong.
-        let floor = JOBS.with(|j| nonce_floor(j.borrow().unfinished().map(|(_, job)| job.state)));
-        let pinger = Pinger { plan: &plan, first_nonce: job.state.first_nonce, floor };
+        let nonces = job.state.first_nonce.map(|first| Nonces {
+            first,
+            floors: JOBS
+                .with(|j| nonce_floors(&plan.callees, j.borrow().unfinished().map(|(_, job)| job.state))),
+        });
+        let pinger = Pinger { plan: &plan, nonces };
         let tally = pinger.run(pace, calls).await;
         let instructions = call_context_instruction_counter();
         JOBS.with(|j| j.borrow_mut().update(id, |job| job.state.absorb(&tally, instructions)))
