@@ -14,6 +14,9 @@ pub const SAVED_JOBS: MemoryId = MemoryId::new(1);
 pub const JOBS: MemoryId = MemoryId::new(2);
 /// The ids of the unfinished ones.
 pub const UNFINISHED_JOBS: MemoryId = MemoryId::new(3);
+/// How many nonce ranges new jobs pass over: those that v0.1.0's jobs'
+/// nonces reach into (set when its jobs are brought in).
+pub const NONCE_RANGES_SKIPPED: MemoryId = MemoryId::new(4);
 // A new piece of persistent state takes the next id.
 
 thread_local! {

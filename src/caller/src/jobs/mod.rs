@@ -117,7 +117,19 @@ struct SavedPending {
 /// Every job, as those versions saved them.
 #[derive(CandidType, Deserialize)]
 pub struct SavedJobs {
+    /// Above every id they gave.
+    pub next_id: u64,
     pub jobs: BTreeMap<u64, SavedJob>,
+}
+
+impl SavedJobs {
+    /// The nonce ranges ([`NONCES_PER_VERSION`] each) that v0.1.0's nonces
+    /// reach into: it tagged job `id`'s pings from `id` x 2^32, and its ids
+    /// are below `next_id`. The callee may hold them (or a floor above
+    /// them), so new jobs must start past them.
+    pub fn nonce_ranges_used(&self) -> u64 {
+        self.next_id.div_ceil(NONCES_PER_VERSION >> 32)
+    }
 }
 
 impl SavedJob {
@@ -181,22 +193,31 @@ pub fn nonce_floors(callees: &[Principal], unfinished: impl IntoIterator<Item = 
 /// ping from a range that starts at `canister_version` x 2^40:
 /// `canister_version` grows with every install, reinstall, upgrade and
 /// settings change and is never reset, so an installation never reaches a
-/// range that a later version starts from.
+/// range that a later version starts from. A caller upgraded from v0.1.0,
+/// whose nonces were numbered otherwise, starts its ranges past those.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NonceRange {
     /// The next nonce not yet reserved in this installation.
     next: u64,
+    /// Ranges passed over ([`SavedJobs::nonce_ranges_used`]).
+    skipped: u64,
 }
 
 /// Nonces one canister version can reserve.
 pub const NONCES_PER_VERSION: u64 = 1 << 40;
 
 impl NonceRange {
+    /// Ranges that start `skipped` ranges later than the canister version's.
+    pub fn skipping(skipped: u64) -> Self {
+        Self { next: 0, skipped }
+    }
+
     /// Reserves `n` nonces at canister version `version`; the first of them.
     pub fn reserve(&mut self, version: u64, n: u64) -> Result<u64, String> {
+        let range = version.checked_add(self.skipped);
         let (Some(start), Some(end)) = (
-            version.checked_mul(NONCES_PER_VERSION),
-            version.checked_add(1).and_then(|v| v.checked_mul(NONCES_PER_VERSION)),
+            range.and_then(|r| r.checked_mul(NONCES_PER_VERSION)),
+            range.and_then(|r| r.checked_add(1)).and_then(|r| r.checked_mul(NONCES_PER_VERSION)),
         ) else {
             return Err(format!("canister version {version} leaves no nonces for idempotent jobs"));
         };
@@ -335,6 +356,21 @@ mod tests {
         assert!(err.contains("upgrade the caller"), "{err}");
         assert!(nonces.reserve(1 << 24, 1).unwrap_err().contains("leaves no nonces"));
         assert!(nonces.reserve(u64::MAX, 1).is_err());
+    }
+
+    #[test]
+    fn after_v0_1_0_new_nonces_start_past_every_nonce_it_gave() {
+        for next_id in [1, 255, 256, 257, 100_000] {
+            let saved = SavedJobs { next_id, jobs: BTreeMap::new() };
+            let last_v0_1_0_nonce = ((next_id - 1) << 32) + interface::MAX_CALLS - 1;
+            // canister_version is small after a few upgrades, well below
+            // next_id / 256 for a caller that ran many jobs.
+            let first = NonceRange::skipping(saved.nonce_ranges_used()).reserve(2, 10).unwrap();
+            assert!(first > last_v0_1_0_nonce, "next_id {next_id}: {first} <= {last_v0_1_0_nonce}");
+        }
+        let first = NonceRange::skipping(3).reserve(2, 10).unwrap();
+        assert_eq!(first, 5 * NONCES_PER_VERSION, "skipped ranges are added to the version's");
+        assert!(NonceRange::skipping(u64::MAX).reserve(1, 1).unwrap_err().contains("leaves no nonces"));
     }
 
     /// What v0.1.0's pre_upgrade saved: `Jobs { next_id, jobs }`.

@@ -21,7 +21,15 @@ thread_local! {
         MAX_JOBS,
     ));
     /// Not kept across upgrades: the version they bring starts a new range.
-    static NONCES: RefCell<NonceRange> = RefCell::new(NonceRange::default());
+    static NONCES: RefCell<NonceRange> = RefCell::new(NonceRange::skipping(nonce_ranges_skipped()));
+}
+
+/// The nonce ranges new jobs pass over; read only if a caller upgraded
+/// from v0.1.0 ever stored them (a cell opened on fresh memory would take
+/// a stable-memory bucket of its own, for nothing).
+fn nonce_ranges_skipped() -> u64 {
+    let region = memory::region(memory::NONCE_RANGES_SKIPPED);
+    if region.size() == 0 { 0 } else { *StableCell::init(region, 0).get() }
 }
 
 /// Jobs kept for `job_status`; beyond this, the oldest finished ones go.
@@ -109,6 +117,9 @@ pub fn restore() {
         let bytes = cell.set(vec![]);
         if !bytes.is_empty() {
             let saved: SavedJobs = candid::decode_one(&bytes).expect("jobs saved by pre_upgrade decode");
+            let skipped = saved.nonce_ranges_used();
+            StableCell::init(memory::region(memory::NONCE_RANGES_SKIPPED), skipped).set(skipped);
+            NONCES.with(|n| *n.borrow_mut() = NonceRange::skipping(skipped));
             JOBS.with(|j| {
                 let mut jobs = j.borrow_mut();
                 for (id, job) in saved.jobs {
