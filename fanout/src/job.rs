@@ -140,11 +140,24 @@ pub struct Failed {
 
 impl Failed {
     /// Call `item` was made and failed.
+    ///
+    /// ```
+    /// use ic_fanout::{job::Failed, retry::Retry};
+    /// let failed = Failed::new(3, Retry::IfIdempotent);
+    /// assert_eq!((failed.item, failed.retry, failed.attempted), (3, Retry::IfIdempotent, true));
+    /// ```
     pub fn new(item: u64, retry: Retry) -> Self {
         Self { item, retry, attempted: true }
     }
 
     /// Call `item` was not made.
+    ///
+    /// ```
+    /// # use ic_fanout::job::Failed;
+    /// let skipped = Failed::not_attempted(5);
+    /// assert!(!skipped.attempted, "not made, so it keeps its attempt");
+    /// assert!(skipped.retry.allows(false), "and may be made whether or not the callee is idempotent");
+    /// ```
     pub fn not_attempted(item: u64) -> Self {
         Self { item, retry: Retry::Always, attempted: false }
     }
@@ -168,6 +181,13 @@ pub enum Pass {
 
 impl Pass {
     /// The numbers of the calls this pass makes, of a job of `calls`.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Pass, Pending};
+    /// assert!(Pass::First.items(0).is_empty());
+    /// let due = [4, 1].map(|item| Pending { item, attempt: 2, due: 0 });
+    /// assert_eq!(Pass::Retry(due.to_vec()).items(10), [4, 1], "the due calls only, in their order");
+    /// ```
     pub fn items(&self, calls: u64) -> Vec<u64> {
         match self {
             Self::First => (0..calls).collect(),
@@ -214,6 +234,13 @@ pub struct Schedule {
 impl Schedule {
     /// A job started at `now`, its first pass running; with no policy,
     /// nothing is retried.
+    ///
+    /// ```
+    /// use ic_fanout::job::Schedule;
+    /// let schedule = Schedule::new(None, 42);
+    /// assert_eq!((schedule.started_at(), schedule.policy()), (42, None));
+    /// assert_eq!(schedule.finished_at(), None, "its first pass is running");
+    /// ```
     pub fn new(policy: Option<Policy>, now: u64) -> Self {
         Self {
             policy,
@@ -231,6 +258,16 @@ impl Schedule {
     /// allows and it has attempts left; one that was not made keeps its
     /// attempt, and waits while its next try is within the backoff's total
     /// from the job's start (so no job outlives its caps).
+    ///
+    /// ```
+    /// use ic_fanout::job::{Failed, Pass, Policy, Schedule};
+    /// use ic_fanout::retry::{Backoff, Retry};
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 1 }, idempotent: false };
+    /// let mut schedule = Schedule::new(Some(policy), 0);
+    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::IfIdempotent), Failed::not_attempted(1)], 5);
+    /// assert_eq!(schedule.given_up(), 1, "call 0 may have executed, and the callee is not idempotent");
+    /// assert_eq!(schedule.waiting()[0].attempt, 1, "call 1 was not made: it keeps its attempt");
+    /// ```
     pub fn absorb(&mut self, pass: &Pass, failed: impl IntoIterator<Item = Failed>, now: u64) {
         self.passes_running = self.passes_running.saturating_sub(1);
         let attempt_of = pass.attempts();
@@ -274,6 +311,14 @@ impl Schedule {
 
     /// Removes up to `max` calls that are due at `now`, earliest first, and
     /// counts them as retries of a new pass.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Pending, Schedule};
+    /// let waiting = [(0, 30), (1, 10), (2, 20)].map(|(item, due)| Pending { item, attempt: 2, due });
+    /// let mut schedule = Schedule::resume(None, 0, waiting.to_vec(), 0, None);
+    /// assert_eq!(schedule.take_due(25, 1), [Pending { item: 1, attempt: 2, due: 10 }], "1 of the 2 due");
+    /// assert_eq!((schedule.retries(), schedule.waiting().len()), (1, 2));
+    /// ```
     pub fn take_due(&mut self, now: u64, max: usize) -> Vec<Pending> {
         self.waiting.sort_by_key(|p| (p.due, p.item));
         let due = self.waiting.iter().take_while(|p| p.due <= now).count().min(max);
@@ -288,12 +333,27 @@ impl Schedule {
     /// After an upgrade: a pass that was running when the canister was
     /// upgraded without being stopped lost its call context, and with it
     /// the outcome of its calls; it will never report back.
+    ///
+    /// ```
+    /// # use ic_fanout::job::Schedule;
+    /// let mut schedule = Schedule::new(None, 0);
+    /// assert_eq!(schedule.finished_at(), None, "its first pass is running");
+    /// schedule.after_upgrade(9);
+    /// assert_eq!(schedule.finished_at(), Some(9), "the pass was lost, and no call waits");
+    /// ```
     pub fn after_upgrade(&mut self, now: u64) {
         self.passes_running = 0;
         self.finish_if_done(now);
     }
 
     /// When the next retry is due, if one is waiting.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Pending, Schedule};
+    /// assert_eq!(Schedule::new(None, 0).next_due(), None);
+    /// let waiting = [(0, 30), (1, 10)].map(|(item, due)| Pending { item, attempt: 2, due });
+    /// assert_eq!(Schedule::resume(None, 0, waiting.to_vec(), 0, None).next_due(), Some(10));
+    /// ```
     pub fn next_due(&self) -> Option<u64> {
         self.waiting.iter().map(|p| p.due).min()
     }
@@ -318,31 +378,80 @@ impl Schedule {
     }
 
     /// The policy it retries with.
+    ///
+    /// ```
+    /// use ic_fanout::{job::{Policy, Schedule}, retry::Backoff};
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 500 }, idempotent: true };
+    /// assert_eq!(Schedule::new(Some(policy), 0).policy(), Some(policy));
+    /// assert_eq!(Schedule::new(None, 0).policy(), None, "nothing is retried");
+    /// ```
     pub fn policy(&self) -> Option<Policy> {
         self.policy
     }
 
     /// IC time (ns) the job started.
+    ///
+    /// ```
+    /// # use ic_fanout::job::Schedule;
+    /// let mut schedule = Schedule::new(None, 1_000);
+    /// schedule.pass_lost(2_000);
+    /// assert_eq!(schedule.started_at(), 1_000, "still when it started, not when it finished");
+    /// ```
     pub fn started_at(&self) -> u64 {
         self.started_at
     }
 
     /// IC time (ns) it finished: no pass running, no call waiting.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Failed, Pass, Schedule};
+    /// use ic_fanout::retry::Retry;
+    /// let mut schedule = Schedule::new(None, 0);
+    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Always)], 7);
+    /// assert_eq!(schedule.finished_at(), Some(7), "with no policy, its failed call does not wait");
+    /// ```
     pub fn finished_at(&self) -> Option<u64> {
         self.finished_at
     }
 
     /// Calls made again so far.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Pending, Schedule};
+    /// let waiting = [0, 1].map(|item| Pending { item, attempt: 2, due: 10 });
+    /// let mut schedule = Schedule::resume(None, 0, waiting.to_vec(), 0, None);
+    /// assert_eq!(schedule.retries(), 0, "a waiting call is not counted yet");
+    /// schedule.take_due(10, 500);
+    /// assert_eq!(schedule.retries(), 2);
+    /// ```
     pub fn retries(&self) -> u64 {
         self.retries
     }
 
     /// Failed calls it will not make again.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Failed, Pass, Policy, Schedule};
+    /// use ic_fanout::retry::{Backoff, Retry};
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 1 }, idempotent: true };
+    /// let mut schedule = Schedule::new(Some(policy), 0);
+    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Never), Failed::new(1, Retry::Always)], 0);
+    /// assert_eq!((schedule.given_up(), schedule.waiting().len()), (1, 1));
+    /// ```
     pub fn given_up(&self) -> u64 {
         self.given_up
     }
 
     /// Calls waiting for another attempt.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
+    /// use ic_fanout::retry::{Backoff, Retry};
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 2 }, idempotent: false };
+    /// let mut schedule = Schedule::new(Some(policy), 0);
+    /// schedule.absorb(&Pass::First, [Failed::new(4, Retry::Always)], 1_000);
+    /// assert_eq!(schedule.waiting(), [Pending { item: 4, attempt: 2, due: 1_000 + 2_000_000 }]);
+    /// ```
     pub fn waiting(&self) -> &[Pending] {
         &self.waiting
     }
@@ -415,6 +524,16 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     /// The jobs kept in `jobs` and `unfinished` (two memories of their own,
     /// e.g. from a `MemoryManager`), or none if they are new; at most
     /// `kept` are kept, unless more are unfinished.
+    ///
+    /// ```
+    /// use ic_fanout::job::{Job, Jobs, Schedule};
+    /// use ic_stable_structures::VectorMemory;
+    /// let (memory, unfinished) = (VectorMemory::default(), VectorMemory::default());
+    /// let mut jobs = Jobs::init(memory.clone(), unfinished.clone(), 100);
+    /// let id = jobs.insert(Job { schedule: Schedule::new(None, 0), state: 7u32 });
+    /// let again: Jobs<u32, _> = Jobs::init(memory, unfinished, 100); // after an upgrade, say
+    /// assert_eq!(again.get(id).map(|job| job.state), Some(7));
+    /// ```
     pub fn init(jobs: M, unfinished: M, kept: u64) -> Self {
         Self {
             jobs: StableBTreeMap::init(jobs),
@@ -426,6 +545,15 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
 
     /// Keeps `job` under the next id (1 for the first), and returns it.
     /// Ids are never reused, as the newest job is never forgotten.
+    ///
+    /// ```
+    /// # use ic_fanout::job::{Job, Jobs, Schedule};
+    /// # use ic_stable_structures::VectorMemory;
+    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 1);
+    /// let ids = [10, 20].map(|state| jobs.insert(Job { schedule: Schedule::new(None, 0), state }));
+    /// assert_eq!(ids, [1, 2]);
+    /// assert_eq!(jobs.len(), 2, "over `kept`, but neither has finished");
+    /// ```
     pub fn insert(&mut self, job: Job<S>) -> u64 {
         let id = self.jobs.last_key_value().map_or(1, |(last, _)| last + 1);
         self.put(id, job);
@@ -439,6 +567,16 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
 
     /// Keeps `job` under `id`, replacing any kept there: for bringing in
     /// jobs kept some other way before.
+    ///
+    /// ```
+    /// # use ic_fanout::job::{Job, Jobs, Schedule};
+    /// # use ic_stable_structures::VectorMemory;
+    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
+    /// jobs.put(41, Job { schedule: Schedule::resume(None, 0, vec![], 3, Some(9)), state: 0 });
+    /// let next = jobs.insert(Job { schedule: Schedule::new(None, 10), state: 1 });
+    /// assert_eq!(next, 42, "ids go on after it");
+    /// assert_eq!(jobs.unfinished().count(), 1, "job 41 came in finished");
+    /// ```
     pub fn put(&mut self, id: u64, job: Job<S>) {
         match job.schedule.finished_at {
             None => self.unfinished.insert(id, ()),
@@ -448,11 +586,30 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     }
 
     /// Job `id`, unless it was never started or is forgotten.
+    ///
+    /// ```
+    /// # use ic_fanout::job::{Job, Jobs, Schedule};
+    /// # use ic_stable_structures::VectorMemory;
+    /// let mut jobs = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
+    /// let id = jobs.insert(Job { schedule: Schedule::new(None, 0), state: "ping".to_string() });
+    /// assert_eq!(jobs.get(id).unwrap().state, "ping");
+    /// assert_eq!(jobs.get(id + 1), None, "never started");
+    /// ```
     pub fn get(&self, id: u64) -> Option<Job<S>> {
         self.jobs.get(&id)
     }
 
     /// Changes job `id` with `f`, if it is kept.
+    ///
+    /// ```
+    /// # use ic_fanout::job::{Job, Jobs, Schedule};
+    /// # use ic_stable_structures::VectorMemory;
+    /// let mut jobs: Jobs<u32, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
+    /// let id = jobs.insert(Job { schedule: Schedule::new(None, 0), state: 0 });
+    /// assert_eq!(jobs.update(id, |job| std::mem::replace(&mut job.state, 5)), Some(0));
+    /// assert_eq!(jobs.get(id).unwrap().state, 5, "kept");
+    /// assert_eq!(jobs.update(id + 1, |job| job.state), None, "not kept");
+    /// ```
     pub fn update<R>(&mut self, id: u64, f: impl FnOnce(&mut Job<S>) -> R) -> Option<R> {
         let mut job = self.jobs.get(&id)?;
         let result = f(&mut job);
@@ -461,16 +618,45 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     }
 
     /// The jobs not finished yet, oldest first.
+    ///
+    /// ```
+    /// # use ic_fanout::job::{Job, Jobs, Schedule};
+    /// # use ic_stable_structures::VectorMemory;
+    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
+    /// let running = || Job { schedule: Schedule::new(None, 0), state: 0 };
+    /// let finished = Job { schedule: Schedule::resume(None, 0, vec![], 0, Some(5)), state: 0 };
+    /// let ids = [jobs.insert(running()), jobs.insert(finished), jobs.insert(running())];
+    /// assert_eq!(jobs.unfinished().map(|(id, _)| id).collect::<Vec<_>>(), [ids[0], ids[2]]);
+    /// ```
     pub fn unfinished(&self) -> impl Iterator<Item = (u64, Job<S>)> + '_ {
         self.unfinished.keys().filter_map(|id| Some((id, self.jobs.get(&id)?)))
     }
 
     /// How many jobs are kept.
+    ///
+    /// ```
+    /// # use ic_fanout::job::{Job, Jobs, Schedule};
+    /// # use ic_stable_structures::VectorMemory;
+    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 2);
+    /// for _ in 0..3 {
+    ///     jobs.insert(Job { schedule: Schedule::resume(None, 0, vec![], 0, Some(1)), state: 0 });
+    /// }
+    /// assert_eq!(jobs.len(), 2, "the oldest finished one is forgotten");
+    /// ```
     pub fn len(&self) -> u64 {
         self.jobs.len()
     }
 
     /// Whether none is.
+    ///
+    /// ```
+    /// # use ic_fanout::job::{Job, Jobs, Schedule};
+    /// # use ic_stable_structures::VectorMemory;
+    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
+    /// assert!(jobs.is_empty());
+    /// jobs.insert(Job { schedule: Schedule::new(None, 0), state: 0 });
+    /// assert!(!jobs.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
@@ -478,6 +664,25 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
 
 /// What a kind of job calls, and where its jobs are kept. Implement it on a
 /// type of your own (see the [module](self) example).
+///
+/// ```
+/// # use ic_fanout::job::{Failed, Jobs, Pass, Work};
+/// # use ic_stable_structures::VectorMemory;
+/// # use std::{cell::RefCell, thread::LocalKey};
+/// # thread_local! {
+/// #     static JOBS: RefCell<Jobs<u64, VectorMemory>> =
+/// #         RefCell::new(Jobs::init(VectorMemory::default(), VectorMemory::default(), 10));
+/// # }
+/// struct Ping; // its state: how many canisters to ping
+/// impl Work for Ping {
+///     type State = u64;
+///     type Memory = VectorMemory;
+///     fn jobs() -> &'static LocalKey<RefCell<Jobs<u64, VectorMemory>>> { &JOBS }
+///     async fn pass(_id: u64, _pass: Pass) -> Vec<Failed> { vec![] } // see the module example
+///     fn retry_window(_state: &u64) -> usize { 100 } // 100 retries a timer, not 500
+/// }
+/// assert_eq!(Ping::retry_window(&2_000), 100);
+/// ```
 pub trait Work: 'static {
     /// Your state of one job: what it calls, what you tally of it.
     type State: CandidType + DeserializeOwned;
@@ -510,6 +715,37 @@ pub trait Work: 'static {
 /// Starts a job with `state`: its first pass runs in this call context
 /// (from `ic_cdk::futures::spawn`), its retries from timers. Returns its
 /// id, or why `policy` is refused (nothing is started then).
+///
+/// ```
+/// # use candid::Principal;
+/// # use ic_fanout::job::{Failed, Jobs, Pass, Work};
+/// # use ic_stable_structures::VectorMemory;
+/// # use std::{cell::RefCell, thread::LocalKey};
+/// # thread_local! {
+/// #     static JOBS: RefCell<Jobs<Vec<Principal>, VectorMemory>> =
+/// #         RefCell::new(Jobs::init(VectorMemory::default(), VectorMemory::default(), 10));
+/// # }
+/// # struct Notify;
+/// # impl Work for Notify {
+/// #     type State = Vec<Principal>;
+/// #     type Memory = VectorMemory;
+/// #     fn jobs() -> &'static LocalKey<RefCell<Jobs<Vec<Principal>, VectorMemory>>> {
+/// #         &JOBS
+/// #     }
+/// #     async fn pass(_id: u64, _pass: Pass) -> Vec<Failed> {
+/// #         vec![]
+/// #     }
+/// # }
+/// use ic_fanout::{job::{self, Policy}, retry::{Backoff, BackoffError}};
+/// // In an update method: starts the job, and returns its id at once.
+/// fn notify_all(users: Vec<Principal>) -> u64 {
+///     let policy = Policy { backoff: Backoff { max_attempts: 5, first_ms: 1_000 }, idempotent: false };
+///     job::start::<Notify>(users, Some(policy)).expect("the backoff is within the caps")
+/// }
+/// let refused = Policy { backoff: Backoff { max_attempts: 5, first_ms: 0 }, idempotent: false };
+/// assert_eq!(job::start::<Notify>(vec![], Some(refused)), Err(BackoffError::FirstZero));
+/// assert!(Notify::jobs().with(|jobs| jobs.borrow().is_empty()), "nothing is started");
+/// ```
 pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, BackoffError> {
     if let Some(policy) = policy {
         policy.backoff.check()?;
@@ -524,6 +760,32 @@ pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, Ba
 /// again, which an upgrade drops. A pass running at the upgrade lost its
 /// call context and never reports; its calls are neither retried nor
 /// counted. (Elsewhere it would count passes still running as lost.)
+///
+/// ```no_run
+/// # use candid::Principal;
+/// # use ic_fanout::job::{Failed, Jobs, Pass, Work};
+/// # use ic_stable_structures::VectorMemory;
+/// # use std::{cell::RefCell, thread::LocalKey};
+/// # thread_local! {
+/// #     static JOBS: RefCell<Jobs<Vec<Principal>, VectorMemory>> =
+/// #         RefCell::new(Jobs::init(VectorMemory::default(), VectorMemory::default(), 10));
+/// # }
+/// # struct Notify;
+/// # impl Work for Notify {
+/// #     type State = Vec<Principal>;
+/// #     type Memory = VectorMemory;
+/// #     fn jobs() -> &'static LocalKey<RefCell<Jobs<Vec<Principal>, VectorMemory>>> {
+/// #         &JOBS
+/// #     }
+/// #     async fn pass(_id: u64, _pass: Pass) -> Vec<Failed> {
+/// #         vec![]
+/// #     }
+/// # }
+/// #[ic_cdk::post_upgrade]
+/// fn post_upgrade() {
+///     ic_fanout::job::rearm::<Notify>();
+/// }
+/// ```
 pub fn rearm<W: Work>() {
     let now = ic_cdk::api::time();
     let ids: Vec<u64> = W::jobs().with(|j| j.borrow().unfinished.keys().collect());

@@ -91,6 +91,17 @@ pub enum Execution<R> {
 
 impl<R> Execution<R> {
     /// Whether the closure ran in this call.
+    ///
+    /// ```
+    /// # use ic_fanout::once::{ExecuteOnce, Limits};
+    /// # use ic_stable_structures::VectorMemory;
+    /// # let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
+    /// # let caller = candid::Principal::from_slice(&[1]);
+    /// # once.admit(caller).unwrap();
+    /// let first = once.execute(caller, 7, 0, || "sent").unwrap();
+    /// let retried = once.execute(caller, 7, 0, || "sent").unwrap();
+    /// assert!(first.is_now() && !retried.is_now(), "the retry of nonce 7 did not run it again");
+    /// ```
     pub fn is_now(&self) -> bool {
         matches!(self, Execution::Now(_))
     }

@@ -31,6 +31,15 @@ pub enum Pace {
 
 impl Pace {
     /// A window of one: one call after another.
+    ///
+    /// ```
+    /// # use ic_fanout::{Pace, Refusal, fan_out};
+    /// # #[derive(Debug, PartialEq)] struct NoSlot;
+    /// # impl Refusal for NoSlot { fn is_refusal(&self) -> bool { true } }
+    /// let call = |&n: &u8| async move { if n == 2 { Err(NoSlot) } else { Ok(n) } };
+    /// let done = futures::executor::block_on(fan_out(Pace::ONE_AT_A_TIME, &[1, 2, 3], call));
+    /// assert_eq!(done.outcomes, [Some(Ok(1)), Some(Err(NoSlot)), None], "a refusal stops it");
+    /// ```
     pub const ONE_AT_A_TIME: Pace = Pace::Window(NonZeroU64::MIN);
 }
 

@@ -41,6 +41,18 @@ pub enum Retry {
 
 impl Retry {
     /// Classifies a failed call to `callee`.
+    ///
+    /// ```
+    /// use ic_cdk::call::{CallFailed, CallRejected, RejectCode};
+    /// # use ic_fanout::retry::Retry;
+    /// let callee = candid::Principal::from_slice(&[1]);
+    /// let canister_error = |message: String| {
+    ///     CallFailed::CallRejected(CallRejected::with_rejection(RejectCode::CanisterError as u32, message))
+    /// };
+    /// let stopped = canister_error(format!("Canister {callee} is stopped"));
+    /// assert_eq!(Retry::of(&stopped, callee), Retry::Always, "it never reached the callee");
+    /// assert_eq!(Retry::of(&canister_error("trapped".into()), callee), Retry::IfIdempotent);
+    /// ```
     pub fn of(error: &CallFailed, callee: Principal) -> Self {
         match error {
             CallFailed::CallPerformFailed(_) => Self::Always,
@@ -62,6 +74,13 @@ impl Retry {
 
     /// Whether a call that failed this way is tried again, when the callee
     /// executes each call once (`idempotent`) or not.
+    ///
+    /// ```
+    /// # use ic_fanout::retry::Retry;
+    /// let classes = [Retry::Always, Retry::IfIdempotent, Retry::Never];
+    /// assert_eq!(classes.map(|class| class.allows(true)), [true, true, false]);
+    /// assert_eq!(classes.map(|class| class.allows(false)), [true, false, false]);
+    /// ```
     pub fn allows(self, idempotent: bool) -> bool {
         match self {
             Self::Always => true,
@@ -118,21 +137,60 @@ const DAY_MS: u64 = 24 * 60 * 60 * 1000;
 
 impl Backoff {
     /// What `max_attempts` may be.
+    ///
+    /// ```
+    /// # use ic_fanout::retry::Backoff;
+    /// assert_eq!(Backoff::MAX_ATTEMPTS, 2..=20);
+    /// assert!(Backoff { max_attempts: 20, first_ms: 1 }.check().is_ok());
+    /// assert!(Backoff { max_attempts: 21, first_ms: 1 }.check().is_err());
+    /// ```
     pub const MAX_ATTEMPTS: RangeInclusive<u32> = 2..=20;
     /// The cap on one wait, the last and longest: 4 days. Doubling waits
     /// add up to less than twice the last, so a cap under 3.5 days would
     /// leave the week's cap nothing to refuse; at 4 days either can bind.
+    ///
+    /// ```
+    /// # use ic_fanout::retry::{Backoff, BackoffError};
+    /// let two_days = 2 * 24 * 60 * 60 * 1000;
+    /// assert_eq!(Backoff::MAX_ONE_MS, 2 * two_days);
+    /// let over = Backoff { max_attempts: 3, first_ms: two_days + 1 }; // waits 2 days, then just over 4
+    /// assert!(matches!(over.check(), Err(BackoffError::OneOverCap { .. })));
+    /// ```
     pub const MAX_ONE_MS: u64 = 4 * DAY_MS;
     /// The cap on every wait added up: 7 days.
+    ///
+    /// ```
+    /// # use ic_fanout::retry::{Backoff, BackoffError};
+    /// let day = 24 * 60 * 60 * 1000;
+    /// assert_eq!(Backoff::MAX_TOTAL_MS, 7 * day);
+    /// assert!(Backoff { max_attempts: 4, first_ms: day }.check().is_ok(), "1 + 2 + 4 days: just within");
+    /// let over = Backoff { max_attempts: 5, first_ms: day / 2 }; // 0.5 + 1 + 2 + 4 days
+    /// assert!(matches!(over.check(), Err(BackoffError::TotalOverCap { .. })));
+    /// ```
     pub const MAX_TOTAL_MS: u64 = 7 * DAY_MS;
 
     /// The wait before attempt number `attempt` (2 for the first retry).
+    ///
+    /// ```
+    /// # use ic_fanout::retry::Backoff;
+    /// let backoff = Backoff { max_attempts: 3, first_ms: 250 };
+    /// assert_eq!(backoff.delay_ns(3), 500_000_000, "twice first_ms, in nanoseconds");
+    /// let refused = Backoff { max_attempts: 20, first_ms: u64::MAX };
+    /// assert_eq!(refused.delay_ns(20), u64::MAX, "saturates rather than overflows");
+    /// ```
     pub fn delay_ns(&self, attempt: u32) -> u64 {
         self.first_ms.saturating_mul(1_000_000).saturating_mul(1 << Self::doublings(attempt))
     }
 
     /// The last wait, before attempt `max_attempts`: the longest (0 with no
     /// retry). In u128, which holds it for any backoff, even a refused one.
+    ///
+    /// ```
+    /// # use ic_fanout::retry::Backoff;
+    /// assert_eq!(Backoff { max_attempts: 1, first_ms: 500 }.longest_ms(), 0, "no retry, no wait");
+    /// let refused = Backoff { max_attempts: 20, first_ms: u64::MAX };
+    /// assert_eq!(refused.longest_ms(), u128::from(u64::MAX) << 18, "18 doublings, past u64");
+    /// ```
     pub fn longest_ms(&self) -> u128 {
         if self.max_attempts < 2 {
             return 0;
@@ -141,6 +199,13 @@ impl Backoff {
     }
 
     /// Every wait added up.
+    ///
+    /// ```
+    /// # use ic_fanout::retry::Backoff;
+    /// let backoff = Backoff { max_attempts: 4, first_ms: 1_000 };
+    /// assert_eq!(backoff.total_ms(), 1_000 + 2_000 + 4_000, "three retries");
+    /// assert_eq!(Backoff { max_attempts: 1, ..backoff }.total_ms(), 0, "none");
+    /// ```
     pub fn total_ms(&self) -> u128 {
         let retries = u128::from(self.max_attempts.saturating_sub(1));
         if retries == 0 {
@@ -207,6 +272,13 @@ impl Backoff {
 }
 
 /// Why [`Backoff::check`] refused a backoff; each message says what to pass.
+///
+/// ```
+/// use ic_fanout::retry::{Backoff, BackoffError};
+/// let err = Backoff { max_attempts: 1, first_ms: 1_000 }.check().unwrap_err();
+/// assert_eq!(err, BackoffError::Attempts(1));
+/// assert_eq!(err.to_string(), "max_attempts = 1: allowed are 2 to 20");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackoffError {
     /// `max_attempts` is outside [`Backoff::MAX_ATTEMPTS`].
