@@ -523,7 +523,8 @@ pub struct Jobs<S: CandidType + DeserializeOwned, M: Memory> {
 impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     /// The jobs kept in `jobs` and `unfinished` (two memories of their own,
     /// e.g. from a `MemoryManager`), or none if they are new; at most
-    /// `kept` are kept, unless more are unfinished.
+    /// `kept` are kept, unless more are unfinished (or the newest, which is
+    /// always kept, has finished).
     ///
     /// ```
     /// use ic_fanout::job::{Job, Jobs, Schedule};
@@ -558,7 +559,8 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
         let id = self.jobs.last_key_value().map_or(1, |(last, _)| last + 1);
         self.put(id, job);
         while self.jobs.len() > self.kept {
-            let oldest = self.jobs.keys().find(|id| !self.unfinished.contains_key(id));
+            // Never the newest, finished or not: its id gives the next.
+            let oldest = self.jobs.keys().find(|old| *old != id && !self.unfinished.contains_key(old));
             let Some(oldest) = oldest else { break };
             self.jobs.remove(&oldest);
         }

@@ -112,27 +112,35 @@ proptest! {
     #[test]
     fn the_store_keeps_every_unfinished_job_and_never_reuses_an_id(
         kept in 0u64..6,
-        // Per step: start a job, or finish the unfinished job at this index.
-        steps in proptest::collection::vec(proptest::option::of(0usize..8), 1..60),
+        // Per step: 8 starts a job, 9 brings in one already finished, and
+        // 0-7 finish the unfinished job at that index.
+        steps in proptest::collection::vec(0usize..10, 1..60),
     ) {
         let mut jobs: Jobs<u64, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), kept);
         let (mut last_id, mut unfinished, mut bound) = (0, vec![], 0);
         for (now, step) in steps.into_iter().enumerate() {
+            let now = now as u64;
             match step {
-                None => {
-                    let id = jobs.insert(Job { schedule: Schedule::new(None, now as u64), state: now as u64 });
+                8 | 9 => {
+                    let mut schedule = Schedule::new(None, now);
+                    if step == 9 {
+                        schedule.absorb(&Pass::First, [], now);
+                    }
+                    let id = jobs.insert(Job { schedule, state: now });
                     prop_assert!(id > last_id, "id {} after {}", id, last_id);
                     last_id = id;
-                    unfinished.push(id);
-                    // Forgetting happens as a job starts: beyond `kept`, the
-                    // finished ones go.
-                    bound = kept.max(unfinished.len() as u64);
+                    if step == 8 {
+                        unfinished.push(id);
+                    }
+                    // Forgetting happens as a job comes in: beyond `kept`,
+                    // the finished ones go, but for the newest.
+                    bound = kept.max(unfinished.len() as u64 + u64::from(step == 9));
                 }
-                Some(i) if i < unfinished.len() => {
+                i if i < unfinished.len() => {
                     let id = unfinished.remove(i);
-                    jobs.update(id, |job| job.schedule.absorb(&Pass::First, [], now as u64)).unwrap();
+                    jobs.update(id, |job| job.schedule.absorb(&Pass::First, [], now)).unwrap();
                 }
-                Some(_) => {}
+                _ => {}
             }
             let kept_unfinished: Vec<u64> = jobs.unfinished().map(|(id, _)| id).collect();
             let mut expected = unfinished.clone();
