@@ -173,17 +173,13 @@ impl SavedJob {
 /// below. Per callee, so that a job waiting long for one callee does not
 /// hold down the floor (and fill the nonces held) of another.
 pub fn nonce_floors(callees: &[Principal], unfinished: impl IntoIterator<Item = PingJob>) -> Vec<u64> {
-    let mut floors = vec![u64::MAX; callees.len()];
-    for job in unfinished {
-        let Some(first) = job.first_nonce else { continue };
-        for (floor, callee) in floors.iter_mut().zip(callees) {
-            if job.plan.callees.contains(callee) {
-                *floor = (*floor).min(first);
-            }
-        }
-    }
-    // No unfinished job calls it: no promise.
-    floors.into_iter().map(|floor| if floor == u64::MAX { 0 } else { floor }).collect()
+    let unfinished: Vec<PingJob> = unfinished.into_iter().collect();
+    let floor = |callee| {
+        let calling = unfinished.iter().filter(|job| job.plan.callees.contains(callee));
+        // No unfinished job calls it: no promise.
+        calling.filter_map(|job| job.first_nonce).min().unwrap_or(0)
+    };
+    callees.iter().map(floor).collect()
 }
 
 /// The nonces a caller's idempotent jobs tag their pings with. The callee
