@@ -1,7 +1,11 @@
 //! The project's canister wasm, as the harness and the tests need it: taken
 //! from `CALLER_WASM` / `CALLEE_WASM` when set, otherwise built from this
 //! workspace for wasm32 into a target dir of its own (`target/wasm`), so the
-//! build never contends with the native build that is running us.
+//! build never contends with the native build that is running us. And
+//! canisters from elsewhere ([`elsewhere`]), which the tests run to show
+//! that the simulator runs what the IC runs.
+
+pub mod elsewhere;
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};

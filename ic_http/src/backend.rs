@@ -34,6 +34,8 @@ pub struct CanisterState {
     /// Its metadata sections: `(name, public, content)`. Only controllers
     /// may read a private one.
     pub metadata: Vec<(String, bool, Vec<u8>)>,
+    /// What it certified (`ic0.certified_data_set`), at most 32 bytes.
+    pub certified_data: Vec<u8>,
 }
 
 /// The engine the interface serves: it owns the canisters and runs the
@@ -91,12 +93,15 @@ pub trait Backend {
     /// Executes one round on every subnet.
     fn tick(&mut self);
 
-    /// Executes a query on the latest state.
+    /// Executes a query on the latest state. `data_certificate` is the
+    /// certificate (CBOR) of the canister's certified data as of the last
+    /// certified state, which the query reads with `ic0.data_certificate_copy`.
     fn query(
         &mut self,
         canister: Principal,
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
+        data_certificate: Vec<u8>,
     ) -> Result<Vec<u8>, Reject>;
 }

@@ -194,7 +194,7 @@ impl Network {
     }
 }
 
-/// `/canister/<id>/{controllers,module_hash,metadata/<name>}`, written anew
+/// `/canister/<id>/{certified_data,controllers,module_hash,metadata/<name>}`, written anew
 /// (a deleted canister's are deleted).
 fn canister_entries(canister: Principal, state: Option<&CanisterState>) -> ingress::Edits {
     let at = |labels: &[&[u8]]| {
@@ -213,6 +213,7 @@ fn canister_entries(canister: Principal, state: Option<&CanisterState>) -> ingre
         for (name, _, content) in &state.metadata {
             edits.push((at(&[b"metadata", name.as_bytes()]), Some(content.clone())));
         }
+        edits.push((at(&[b"certified_data"]), Some(state.certified_data.clone())));
     }
     edits
 }

@@ -120,8 +120,9 @@ async fn query(
         unreachable!("authenticate keeps the content's kind, a query");
     };
     let (_, subnet) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
+    let data_certificate = subnet.certificate(&[certified_data_path(canister_id)]);
     let result = network
-        .run(move |backend| backend.query(canister_id, sender, &method_name, arg))
+        .run(move |backend| backend.query(canister_id, sender, &method_name, arg, data_certificate))
         .await
         .map_err(HttpError::internal)?;
     let timestamp = subnet.certified_time();
@@ -143,6 +144,12 @@ async fn query(
         QueryResponse::Rejected { reject, .. } => QueryResponse::Rejected { reject, signatures },
     };
     Ok(Cbor(signed).into_response())
+}
+
+/// `/canister/<id>/certified_data`: what a query's data certificate shows
+/// (with `/time`, which every certificate holds).
+fn certified_data_path(canister: Principal) -> Vec<Vec<u8>> {
+    vec![b"canister".to_vec(), canister.as_slice().to_vec(), b"certified_data".to_vec()]
 }
 
 fn not_hosted(canister: Principal) -> HttpError {

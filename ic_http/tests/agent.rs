@@ -71,6 +71,7 @@ impl Backend for Echo {
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
+        _data_certificate: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
         match method {
             "echo" => Ok(arg),

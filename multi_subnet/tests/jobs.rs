@@ -230,8 +230,8 @@ fn the_callee_forgets_the_nonces_of_finished_jobs() {
     // have finished), so the callee holds only the latest job's nonces.
     let held: Vec<u64> = floors.iter().map(|&(_, held)| held).collect();
     assert_eq!(held, [300, 200, 100]);
-    assert_eq!(floors[1].0, floors[0].0 + 300, "the second job's nonces follow the first's");
-    assert_eq!(floors[2].0, floors[1].0 + 200);
+    assert!(floors[1].0 >= floors[0].0 + 300, "the second job's nonces follow the first's: {floors:?}");
+    assert!(floors[2].0 >= floors[1].0 + 200, "{floors:?}");
 }
 
 #[test]

@@ -299,8 +299,21 @@ fn describe_trap(error: Error, limit: u64, exhausted: bool) -> CanisterTrap {
     }
     match error.as_trap_code() {
         Some(TrapCode::UnreachableCodeReached) if exhausted => out_of_instructions(limit),
-        Some(code) => CanisterTrap(format!("Canister trapped: {code}")),
+        Some(code) => CanisterTrap(format!("Canister trapped: {}", replica_trap_code(code))),
         None => CanisterTrap(format!("Canister trapped: {error}")),
+    }
+}
+
+/// A wasm trap as the replica names it (its `TrapCode`'s text, from
+/// wasmtime's trap): the rest it calls "unknown".
+fn replica_trap_code(code: TrapCode) -> &'static str {
+    match code {
+        TrapCode::StackOverflow => "stack overflow",
+        TrapCode::MemoryOutOfBounds => "heap out of bounds",
+        TrapCode::TableOutOfBounds => "table out of bounds",
+        TrapCode::IntegerDivisionByZero => "integer division by 0",
+        TrapCode::UnreachableCodeReached => "unreachable",
+        _ => "unknown",
     }
 }
 
@@ -308,7 +321,7 @@ thread_local! {
     /// One engine per thread, shared by every simulator on it, so that a
     /// module is compiled once however many simulators install it.
     /// wasmi's own fuel is off: the instrumented module counts.
-    static ENGINE: Engine = Engine::default();
+    static ENGINE: Engine = Engine::new(&engine_config());
     static MODULES: RefCell<ModuleCache> = RefCell::new(ModuleCache::default());
 }
 
@@ -362,6 +375,28 @@ impl ModuleCache {
     fn len(&self) -> usize {
         self.modules.values().map(BTreeMap::len).sum()
     }
+}
+
+/// The replica runs a message on a wasm stack of 5 MiB
+/// (`MAX_WASM_STACK_SIZE`, `rs/embedders/src/lib.rs` in dfinity/ic).
+pub const REPLICA_WASM_STACK_BYTES: usize = 5 << 20;
+
+/// The fewest bytes a wasm frame takes on the replica's native stack: a
+/// return address and a frame pointer. So no call chain deeper than the
+/// stack over this fits there, whatever its frames.
+pub const SMALLEST_NATIVE_FRAME_BYTES: usize = 16;
+
+/// wasmi keeps a frame's locals and temporaries on a value stack of its
+/// own, and its frames on another: each is bounded as the replica's
+/// native stack bounds both together, so that what fits in the replica's
+/// stack runs here, and recursion past it traps as it does there (wasmi's
+/// defaults, 1,000 frames, are far below the replica's).
+fn engine_config() -> wasmi::Config {
+    let mut config = wasmi::Config::default();
+    config
+        .set_max_recursion_depth(REPLICA_WASM_STACK_BYTES / SMALLEST_NATIVE_FRAME_BYTES)
+        .set_max_stack_height(REPLICA_WASM_STACK_BYTES);
+    config
 }
 
 /// The wasm engine.

@@ -60,6 +60,8 @@ pub struct Request {
     pub arg: Vec<u8>,
     pub cycles: u128,
     pub callback: CallbackId,
+    /// A bounded-wait call's deadline, in whole seconds since the epoch.
+    pub deadline: Option<u64>,
 }
 
 /// An answer on its way back to the caller.

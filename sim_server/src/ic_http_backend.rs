@@ -112,7 +112,10 @@ impl Backend for Instance {
     }
 
     fn take_changed_canisters(&mut self) -> Vec<Principal> {
-        std::mem::take(&mut self.changed).into_iter().collect()
+        let certified = self.sim.take_certified_data_changes();
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.extend(certified);
+        changed.into_iter().collect()
     }
 
     fn canister_ids(&self) -> Vec<Principal> {
@@ -125,6 +128,7 @@ impl Backend for Instance {
             controllers: info.controllers.clone(),
             module_hash: info.module_hash.clone(),
             metadata: info.metadata.iter().map(|m| (m.name.clone(), m.public, m.content.clone())).collect(),
+            certified_data: self.sim.certified_data(canister).map(<[u8]>::to_vec).unwrap_or_default(),
         })
     }
 
@@ -138,12 +142,13 @@ impl Backend for Instance {
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
+        data_certificate: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
         let stand_in =
             self.system_canisters.then(|| system_canisters::query(self, canister, method)).flatten();
         let result = match stand_in {
             Some(result) => result,
-            None => self.query_as(canister, sender, method, arg),
+            None => self.query_as(canister, sender, method, arg, Some(data_certificate)),
         };
         result.map_err(reject)
     }

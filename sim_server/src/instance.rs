@@ -237,7 +237,7 @@ impl Instance {
         if canister != Principal::management_canister() {
             check_effective(&call.effective_principal, canister)?;
         }
-        Ok(self.query_as(canister, sender, &call.method, call.payload))
+        Ok(self.query_as(canister, sender, &call.method, call.payload, None))
     }
 
     /// A query from `sender`, on the latest state.
@@ -247,11 +247,14 @@ impl Instance {
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
+        data_certificate: Option<Vec<u8>>,
     ) -> CallResult {
         if canister == Principal::management_canister() {
             return Err(errors::unsupported(format!("query {method} to the management canister")));
         }
-        self.sim.query_call(canister, sender, method, arg).map_err(errors::from_sim_reject)
+        self.sim
+            .query_call_certified(canister, sender, method, arg, data_certificate)
+            .map_err(errors::from_sim_reject)
     }
 
     /// `update/set_time`: the simulator's time only moves forward.

@@ -114,8 +114,9 @@ impl Backend for Remote {
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
+        data_certificate: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
         let method = method.to_string();
-        self.run(Err(gone()), move |i| Backend::query(i, canister, sender, &method, arg))
+        self.run(Err(gone()), move |i| Backend::query(i, canister, sender, &method, arg, data_certificate))
     }
 }

@@ -108,6 +108,7 @@ impl Canister {
         let mut outputs = vec![];
         for PerformedCall { call, prepayment } in performed {
             let callback = CallbackId(self.fresh_id());
+            let deadline = call.timeout_seconds.map(|s| time / ONE_SECOND + u64::from(s));
             self.callbacks.insert(
                 callback,
                 Callback {
@@ -118,7 +119,7 @@ impl Canister {
                     cleanup: call.cleanup,
                     prepayment,
                     request_bytes: (call.method.len() as u64, call.arg.len() as u64),
-                    deadline: call.timeout_seconds.map(|s| time / ONE_SECOND + u64::from(s)),
+                    deadline,
                     expired: false,
                 },
             );
@@ -131,6 +132,7 @@ impl Canister {
                 arg: call.arg,
                 cycles: call.cycles,
                 callback,
+                deadline,
             }));
         }
         outputs

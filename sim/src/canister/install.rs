@@ -37,6 +37,8 @@ struct InstallCheckpoint {
     instance: Option<Snapshot>,
     stable: StableMemory,
     global_timer: u64,
+    certified_data: Vec<u8>,
+    canister_version: u64,
     /// The store and code that the new code replaced, once it has.
     replaced: Option<(Store<SystemState>, Option<Installed>)>,
 }
@@ -58,7 +60,6 @@ impl Canister {
             self.restore(checkpoint);
             return Err(e);
         }
-        self.store.data_mut().canister_version += 1;
         // A reinstall ends every open call context: their callers are
         // told, and the slots their calls held are free.
         let ids: Vec<CallContextId> = self.call_contexts.keys().copied().collect();
@@ -81,6 +82,8 @@ impl Canister {
             instance: self.code.as_ref().map(|c| c.code.snapshot(&self.store)),
             stable: state.stable.clone(),
             global_timer: state.global_timer,
+            certified_data: state.certified_data.clone(),
+            canister_version: state.canister_version,
             replaced: None,
         }
     }
@@ -103,13 +106,19 @@ impl Canister {
         state.counter = None;
         state.global_timer = 0;
         if mode == InstallMode::Install {
+            // A reinstall starts from nothing certified, as the replica's.
             state.stable = Default::default();
             state.settle_stable();
+            state.certified_data.clear();
+            self.certified_data_changed = true;
         }
         let old_store = std::mem::replace(&mut self.store, system_api::new_store(engine, state));
         checkpoint.replaced = Some((old_store, self.code.take()));
         let code = Code::instantiate(&mut self.store, module)?;
         self.code = Some(Installed::new(code, &self.store));
+        // A new version before the new code runs: `canister_init` and
+        // `canister_post_upgrade` see it, `canister_pre_upgrade` the old.
+        self.store.data_mut().canister_version += 1;
         self.run_hook(EntryKind::Start, START_EXPORT, vec![], sender, time)?;
         match mode {
             InstallMode::Install => self.run_hook(EntryKind::Init, "canister_init", arg, sender, time),
@@ -120,7 +129,8 @@ impl Canister {
     }
 
     fn restore(&mut self, checkpoint: InstallCheckpoint) {
-        let InstallCheckpoint { instance, stable, global_timer, replaced } = checkpoint;
+        let InstallCheckpoint { instance, stable, global_timer, certified_data, canister_version, replaced } =
+            checkpoint;
         if let Some((store, code)) = replaced {
             let state = system_api::take_state(&mut self.store);
             self.store = store;
@@ -131,6 +141,8 @@ impl Canister {
         state.stable = stable;
         state.settle_stable();
         state.global_timer = global_timer;
+        state.certified_data = certified_data;
+        state.canister_version = canister_version;
         if let (Some(installed), Some(snapshot)) = (self.code.as_mut(), instance) {
             installed.code.restore(&mut self.store, &snapshot);
             installed.checkpoint = snapshot;

@@ -68,6 +68,8 @@ pub struct Canister {
     trace: Option<Vec<Recorded>>,
     /// Fault injection: which update executions trap.
     traps: Option<TrapInjector>,
+    /// Its certified data changed since [`Canister::take_certified_data_change`].
+    certified_data_changed: bool,
 }
 
 impl Canister {
@@ -86,7 +88,13 @@ impl Canister {
             stats: CanisterStats::default(),
             trace: tracing.then(Vec::new),
             traps: None,
+            certified_data_changed: false,
         }
+    }
+
+    /// Whether its certified data changed since the last call.
+    pub fn take_certified_data_change(&mut self) -> bool {
+        std::mem::take(&mut self.certified_data_changed)
     }
 
     pub fn subnet(&self) -> usize {
@@ -221,7 +229,8 @@ impl Canister {
         }
         let origin = Origin::Canister { caller: r.sender, callback: r.callback };
         let id = self.open_call_context(origin, r.sender, r.cycles);
-        let context = MessageContext::new(EntryKind::Update, r.sender, r.method.clone(), r.arg, time);
+        let mut context = MessageContext::new(EntryKind::Update, r.sender, r.method.clone(), r.arg, time);
+        context.deadline = deadline_ns(r.deadline);
         self.execute_method(id, &r.method, context)
     }
 
@@ -279,6 +288,7 @@ impl Canister {
         context.reject = reject;
         context.cycles_refunded = r.refund;
         context.may_reply = may_reply;
+        context.deadline = deadline_ns(callback.deadline);
         let (mut outputs, trap, mut instructions) =
             self.execute_in_context(id, Entry::Callback { fun, env }, context, "callback", true);
         self.refund_prepayment(&callback, response_bytes, instructions);
@@ -330,4 +340,10 @@ impl Canister {
         }
         (outputs, trap, ran.instructions)
     }
+}
+
+/// What `ic0.msg_deadline` returns for a call with this deadline (whole
+/// seconds): its nanoseconds, or 0 for an unbounded-wait call.
+fn deadline_ns(deadline: Option<u64>) -> u64 {
+    deadline.map_or(0, |seconds| seconds.saturating_mul(call_context::ONE_SECOND))
 }

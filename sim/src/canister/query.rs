@@ -9,7 +9,14 @@ use crate::system_api::{Effects, EntryKind, MessageContext};
 
 impl Canister {
     /// Runs `canister_query <method>` and discards its effects.
-    pub fn query(&mut self, sender: Principal, method: &str, arg: Vec<u8>, time: u64) -> Payload {
+    pub fn query(
+        &mut self,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+        time: u64,
+        data_certificate: Option<Vec<u8>>,
+    ) -> Payload {
         // A stopped canister answers no query; a stopping one still does
         // (`get_active_canister` in rs/replicated_state/src/replicated_state.rs).
         if self.status == CanisterStatus::Stopped {
@@ -22,7 +29,8 @@ impl Canister {
             let message = format!("Canister {} has no query method '{method}'", self.id);
             return Payload::reject(RejectCode::CanisterError, message);
         }
-        let context = MessageContext::new(EntryKind::Query, sender, method.into(), arg, time);
+        let mut context = MessageContext::new(EntryKind::Query, sender, method.into(), arg, time);
+        context.data_certificate = data_certificate;
         match self.run_keeping(Entry::Export(export), context, false).outcome {
             Err(trap) => {
                 Payload::reject(RejectCode::CanisterError, format!("Error from Canister {}: {trap}", self.id))

@@ -77,6 +77,7 @@ impl Canister {
             return Ran { outcome: Err(trap), instructions: 0 };
         };
         let discard_from = (!keep).then(|| installed.code.snapshot(&self.store));
+        let bumps_version = context.kind.bumps_canister_version();
         let state = self.store.data_mut();
         state.stable.checkpoint();
         state.tape = keep.then(Vec::new);
@@ -100,6 +101,9 @@ impl Canister {
                     trace.push(Recorded { order: crate::bench::next_order(), ..recorded.clone() });
                 }
                 installed.commit(&self.store, recorded, instructions);
+                if bumps_version {
+                    self.store.data_mut().canister_version += 1;
+                }
             }
         }
         Ran { outcome: trap.map_or(Ok(effects), Err), instructions }
@@ -128,6 +132,10 @@ impl Canister {
         }
         for (callee, taken) in &effects.slots_taken {
             *state.in_flight.entry(*callee).or_default() += taken;
+        }
+        if let Some(data) = effects.certified_data {
+            state.certified_data = data;
+            self.certified_data_changed = true;
         }
         self.stats.calls_refused += effects.calls_refused;
         let Some(id) = id else {

@@ -288,6 +288,20 @@ impl Sim {
         Ok(self.canister(id)?.system_state().stable.size())
     }
 
+    /// What the canister certified (`ic0.certified_data_set`), at most 32 bytes.
+    pub fn certified_data(&self, id: Principal) -> Result<&[u8], SimError> {
+        Ok(&self.canister(id)?.system_state().certified_data)
+    }
+
+    /// The canisters whose certified data changed since the last call (a
+    /// network writes them into its state tree at the end of a round).
+    pub fn take_certified_data_changes(&mut self) -> Vec<Principal> {
+        self.canisters
+            .values_mut()
+            .filter_map(|c| c.take_certified_data_change().then_some(c.system_state().id))
+            .collect()
+    }
+
     /// Calls from `caller` to `callee` that hold a request slot: performed,
     /// and their response not yet consumed.
     pub fn calls_in_flight(&self, caller: Principal, callee: Principal) -> u32 {
@@ -390,7 +404,9 @@ impl Sim {
         })
     }
 
-    /// Runs a query; nothing it does is kept.
+    /// Runs a query; nothing it does is kept. It reads no certificate
+    /// (`data_certificate_present` is 0): the simulator signs nothing; a
+    /// network that certifies its state uses [`Sim::query_call_certified`].
     pub fn query_call(
         &mut self,
         id: Principal,
@@ -398,9 +414,23 @@ impl Sim {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
+        self.query_call_certified(id, sender, method, arg, None)
+    }
+
+    /// Runs a query that reads `data_certificate` (CBOR, the subnet's
+    /// certificate of the canister's certified data) through
+    /// `ic0.data_certificate_copy`; nothing it does is kept.
+    pub fn query_call_certified(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+        data_certificate: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, Reject> {
         let time = self.time;
         let canister = self.canisters.get_mut(&id).ok_or_else(|| not_found(id))?;
-        match canister.query(sender, method, arg, time) {
+        match canister.query(sender, method, arg, time, data_certificate) {
             Payload::Reply(data) => Ok(data),
             Payload::Reject(reject) => Err(reject),
         }

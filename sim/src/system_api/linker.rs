@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 use wasmi::{Engine, Error, IntoFunc, Linker, Module, Val};
 
 use super::{
-    Ctx, EntryKind, SystemState, calls, canister, debug, msg, outside_a_message, stable, time, trap,
+    Ctx, EntryKind, SystemState, calls, canister, certified, debug, msg, outside_a_message, stable, time,
+    trap,
 };
 use crate::code::CANNOT_GROW;
 use crate::module::{GROW_IMPORT, WasmError};
@@ -48,9 +49,15 @@ impl Contexts {
         match self.refusal {
             _ if self.kinds & (1 << kind as u16) != 0 => Ok(()),
             Some(message) => trap(message),
-            None => trap(format!("{name} cannot be called in {kind:?}")),
+            None => wrong_mode(name, kind),
         }
     }
+}
+
+/// The replica's trap for a system call made where it may not be
+/// (`SystemApiImpl::error_for`).
+pub fn wrong_mode<T>(name: &str, kind: EntryKind) -> Result<T, Error> {
+    trap(format!("Canister violated contract: \"ic0_{name}\" cannot be executed in {} mode", kind.mode()))
 }
 
 /// What `canister_start` may call of what the simulator implements (the
@@ -73,7 +80,7 @@ const ALLOWED_IN_START: [&str; 10] = [
 pub fn check_start(state: &SystemState, name: &str) -> Result<(), Error> {
     match &state.exec {
         Some(exec) if exec.context.kind == EntryKind::Start && !ALLOWED_IN_START.contains(&name) => {
-            trap(format!("Canister violated contract: \"ic0_{name}\" cannot be executed in start mode"))
+            wrong_mode(name, EntryKind::Start)
         }
         _ => Ok(()),
     }
@@ -146,6 +153,7 @@ pub fn linker(engine: &Engine, module: &Module) -> Result<Linker<SystemState>, W
     let mut r = Registry { linker: Linker::new(engine), supported: BTreeSet::new() };
     msg::register(&mut r);
     canister::register(&mut r);
+    certified::register(&mut r);
     calls::register(&mut r);
     stable::register(&mut r);
     time::register(&mut r);
@@ -225,7 +233,10 @@ mod tests {
         let updates = Contexts::only(&[EntryKind::Update]);
         assert!(updates.check(&running(EntryKind::Update), "call_new").is_ok());
         let refused = updates.check(&running(EntryKind::Init), "call_new");
-        assert_eq!(trap_message(refused), "call_new cannot be called in Init");
+        let expected = "Canister violated contract: \"ic0_call_new\" cannot be executed in init mode";
+        assert_eq!(trap_message(refused), expected);
+        let refused = updates.check(&running(EntryKind::Query), "call_new");
+        assert!(trap_message(refused).ends_with("in non replicated query mode"));
         let refused = updates.refusing_with("not here").check(&running(EntryKind::Query), "f");
         assert_eq!(trap_message(refused), "not here");
         assert!(Contexts::ANY.check(&running(EntryKind::Init), "time").is_ok());

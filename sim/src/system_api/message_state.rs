@@ -43,6 +43,42 @@ pub enum EntryKind {
     GlobalTimer,
 }
 
+impl EntryKind {
+    /// The replica's name for the mode (`ApiType::as_str`), as its traps
+    /// print it.
+    pub fn mode(self) -> &'static str {
+        match self {
+            EntryKind::Start => "start",
+            // The replica runs `canister_post_upgrade` as an init.
+            EntryKind::Init | EntryKind::PostUpgrade => "init",
+            EntryKind::PreUpgrade => "pre upgrade",
+            EntryKind::Update => "update",
+            EntryKind::Query => "non replicated query",
+            EntryKind::InspectMessage => "inspect message",
+            EntryKind::ReplyCallback => "reply callback",
+            EntryKind::RejectCallback => "reject callback",
+            EntryKind::Cleanup => "cleanup",
+            EntryKind::GlobalTimer => "global timer",
+        }
+    }
+}
+
+impl EntryKind {
+    /// Whether a committed execution of this kind is a new canister
+    /// version (`should_bump_canister_version` in the replica). Hooks are
+    /// not: their install bumps it once.
+    pub fn bumps_canister_version(self) -> bool {
+        matches!(
+            self,
+            EntryKind::Update
+                | EntryKind::ReplyCallback
+                | EntryKind::RejectCallback
+                | EntryKind::Cleanup
+                | EntryKind::GlobalTimer
+        )
+    }
+}
+
 /// What a message execution reads: fixed when it starts.
 #[derive(Debug)]
 pub struct MessageContext {
@@ -66,6 +102,12 @@ pub struct MessageContext {
     /// Instructions the message may use: set when it starts, from the
     /// canister's limits.
     pub instruction_limit: u64,
+    /// The deadline of a bounded-wait call (ns since the epoch) in its
+    /// callee's method and its caller's callbacks; 0 for any other.
+    pub deadline: u64,
+    /// A certificate of the subnet's certified state (CBOR), which the
+    /// replica gives a non-replicated query.
+    pub data_certificate: Option<Vec<u8>>,
 }
 
 impl MessageContext {
@@ -86,6 +128,8 @@ impl MessageContext {
             time,
             call_context_instructions: 0,
             instruction_limit: 0,
+            deadline: 0,
+            data_certificate: None,
         }
     }
 }
@@ -111,6 +155,8 @@ pub struct Effects {
     pub accepted: bool,
     /// Bytes this execution wrote to the canister log (for its charge).
     pub logged_bytes: u64,
+    /// What `certified_data_set` set last.
+    pub certified_data: Option<Vec<u8>>,
     /// 4 KiB pages of stable memory this execution wrote (for its charge).
     pub dirty_stable_pages: std::collections::BTreeSet<u64>,
 }

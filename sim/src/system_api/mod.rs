@@ -7,6 +7,7 @@
 
 mod calls;
 mod canister;
+mod certified;
 mod debug;
 mod ic0;
 mod linker;
@@ -84,6 +85,8 @@ pub struct SystemState {
     pub in_flight: BTreeMap<Principal, u32>,
     pub global_timer: u64,
     pub canister_version: u64,
+    /// What the canister certified (`certified_data_set`), at most 32 bytes.
+    pub certified_data: Vec<u8>,
     pub limits: ApiLimits,
     pub memory: Option<Memory>,
     /// The instance's instruction counter ([`crate::metering`]), which host
@@ -122,6 +125,7 @@ impl SystemState {
             in_flight: BTreeMap::new(),
             global_timer: 0,
             canister_version: 0,
+            certified_data: vec![],
             limits,
             memory: None,
             counter: None,

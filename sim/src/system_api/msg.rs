@@ -61,8 +61,7 @@ pub(super) fn register(r: &mut Registry) {
         copy_out(&mut c, dst, off, size, &msg)
     });
     def!(r, "msg_deadline", |c: Ctx<'_>| -> Result<i64, Error> {
-        c.data_mut().exec()?;
-        Ok(0)
+        Ok(c.data_mut().exec()?.context.deadline as i64)
     });
 
     def!(r, "msg_reply_data_append", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {

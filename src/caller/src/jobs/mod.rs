@@ -128,7 +128,7 @@ impl SavedJobs {
     /// are below `next_id`. The callee may hold them (or a floor above
     /// them), so new jobs must start past them.
     pub fn nonce_ranges_used(&self) -> u64 {
-        self.next_id.div_ceil(NONCES_PER_VERSION >> 32)
+        self.next_id.saturating_mul(1 << 32).div_ceil(NONCES_PER_VERSION)
     }
 }
 
@@ -186,11 +186,12 @@ pub fn nonce_floors(callees: &[Principal], unfinished: impl IntoIterator<Item = 
 /// keeps a nonce it executed until this caller's floor passes it; so a
 /// nonce must never repeat for this caller, even after a reinstall, which
 /// wipes the caller's memory and restarts its job ids. Each job reserves one nonce per
-/// ping from a range that starts at `canister_version` x 2^40:
-/// `canister_version` grows with every install, reinstall, upgrade and
-/// settings change and is never reset, so an installation never reaches a
-/// range that a later version starts from. A caller upgraded from v0.1.0,
-/// whose nonces were numbered otherwise, starts its ranges past those.
+/// ping from a range that starts at `canister_version` x
+/// [`NONCES_PER_VERSION`]: `canister_version` grows with every message that
+/// commits, every install, reinstall, upgrade and settings change, and is
+/// never reset, so an installation never reaches a range that a later
+/// version starts from. A caller upgraded from v0.1.0, whose nonces were
+/// numbered otherwise, starts its ranges past those.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NonceRange {
     /// The next nonce not yet reserved in this installation.
@@ -199,8 +200,12 @@ pub struct NonceRange {
     skipped: u64,
 }
 
-/// Nonces one canister version can reserve.
-pub const NONCES_PER_VERSION: u64 = 1 << 40;
+/// Nonces one canister version (one message, as the version grows with
+/// each) can reserve: a job's worth, [`interface::MAX_CALLS`], and more.
+/// Small, because the version grows by a message at a time: at 2^14 the
+/// ranges last for 2^50 messages.
+pub const NONCES_PER_VERSION: u64 = 1 << 14;
+const _: () = assert!(NONCES_PER_VERSION >= interface::MAX_CALLS, "a version reserves a whole job");
 
 impl NonceRange {
     /// Ranges that start `skipped` ranges later than the canister version's.
@@ -220,7 +225,7 @@ impl NonceRange {
         let first = self.next.max(start);
         if end - first < n {
             return Err(format!(
-                "this canister version ({version}) has reserved all its {NONCES_PER_VERSION} nonces; upgrade the caller to start more idempotent jobs"
+                "this canister version ({version}) has reserved all its {NONCES_PER_VERSION} nonces; start the job in another call"
             ));
         }
         self.next = first + n;
@@ -339,8 +344,8 @@ mod tests {
         // A reinstall forgets the range but not the version, which grew.
         let mut reinstalled = NonceRange::default();
         assert_eq!(reinstalled.reserve(2, 10), Ok(2 * NONCES_PER_VERSION));
-        // A settings change keeps the range but grows the version: the next
-        // range starts past everything before.
+        // A later message (or settings change) keeps the range but grows
+        // the version: the next range starts past everything before.
         assert_eq!(nonces.reserve(3, 1), Ok(3 * NONCES_PER_VERSION));
     }
 
@@ -349,8 +354,9 @@ mod tests {
         let mut nonces = NonceRange::default();
         assert_eq!(nonces.reserve(1, NONCES_PER_VERSION), Ok(NONCES_PER_VERSION));
         let err = nonces.reserve(1, 1).unwrap_err();
-        assert!(err.contains("upgrade the caller"), "{err}");
-        assert!(nonces.reserve(1 << 24, 1).unwrap_err().contains("leaves no nonces"));
+        assert!(err.contains("in another call"), "{err}");
+        assert!(nonces.reserve(1 << 50, 1).unwrap_err().contains("leaves no nonces"));
+        assert!(nonces.reserve((1 << 50) - 2, 1).is_ok(), "2^50 versions have nonces");
         assert!(nonces.reserve(u64::MAX, 1).is_err());
     }
 
@@ -359,8 +365,7 @@ mod tests {
         for next_id in [1, 255, 256, 257, 100_000] {
             let saved = SavedJobs { next_id, jobs: BTreeMap::new() };
             let last_v0_1_0_nonce = ((next_id - 1) << 32) + interface::MAX_CALLS - 1;
-            // canister_version is small after a few upgrades, well below
-            // next_id / 256 for a caller that ran many jobs.
+            // A version far below the ranges v0.1.0's many jobs used.
             let first = NonceRange::skipping(saved.nonce_ranges_used()).reserve(2, 10).unwrap();
             assert!(first > last_v0_1_0_nonce, "next_id {next_id}: {first} <= {last_v0_1_0_nonce}");
         }
