@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks for this project's tests and builds:
 # the wasm32 target, and the IC tools `icp` (icp-cli) and `ic-wasm`, pinned,
-# from npm into .tools/ (linked from .tools/bin). Safe to run again.
+# from npm into .tools/ (linked from .tools/bin), and the Motoko compiler
+# (npm's `motoko`, moc as JavaScript, run with node). Safe to run again.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 ICP_CLI_VERSION=1.5.0
 IC_WASM_VERSION=0.11.1
+MOTOKO_VERSION=4.10.0
 
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || rustup target add wasm32-unknown-unknown
 
@@ -22,7 +24,9 @@ fi
 
 have() { [ -x ".tools/bin/$1" ] && ".tools/bin/$1" --version 2>/dev/null | grep -q " $2\$"; }
 
-if have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION"; then
+have_motoko() { [ -f .tools/node_modules/motoko/package.json ] && grep -q "\"version\": \"$MOTOKO_VERSION\"" .tools/node_modules/motoko/package.json; }
+
+if have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION" && have_motoko; then
   exit 0
 fi
 case "$(uname -s)-$(uname -m)" in
@@ -33,8 +37,9 @@ esac
 command -v npm >/dev/null || { echo "setup: npm is needed to install icp-cli and ic-wasm (apt-get install npm)" >&2; exit 1; }
 mkdir -p .tools/bin
 DO_NOT_TRACK=1 npm install --silent --no-audit --no-fund --prefix .tools \
-  "@icp-sdk/icp-cli-linux-x64@$ICP_CLI_VERSION" "@icp-sdk/ic-wasm-linux-x64@$IC_WASM_VERSION" 2>&1 \
+  "@icp-sdk/icp-cli-linux-x64@$ICP_CLI_VERSION" "@icp-sdk/ic-wasm-linux-x64@$IC_WASM_VERSION" \
+  "motoko@$MOTOKO_VERSION" 2>&1 \
   | grep -v 'Unknown user config' >&2 || true
 ln -sf ../node_modules/@icp-sdk/icp-cli-linux-x64/bin/icp .tools/bin/icp
 ln -sf ../node_modules/@icp-sdk/ic-wasm-linux-x64/bin/ic-wasm .tools/bin/ic-wasm
-have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION" || { echo "setup: icp/ic-wasm did not install" >&2; exit 1; }
+have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION" && have_motoko || { echo "setup: icp/ic-wasm/motoko did not install" >&2; exit 1; }

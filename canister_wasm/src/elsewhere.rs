@@ -1,12 +1,14 @@
-//! Canisters this project did not write, as a user's tools install them:
-//! the Candid UI and proxy canisters that icp-cli embeds in its binary and
-//! installs on every local network.
+//! Canisters this project did not write, as a user's tools build or
+//! install them: the Candid UI and proxy canisters that icp-cli embeds in
+//! its binary and installs on every local network, and the example's twin
+//! in Motoko (`examples/motoko`), built by the Motoko compiler.
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
+use std::process::Command;
 use wasmparser::{Parser, Payload};
 
-use crate::workspace_root;
+use crate::{read, wasm_target_dir, workspace_root};
 
 /// The magic and version every wasm module starts with.
 const WASM_HEADER: &[u8] = b"\0asm\x01\0\0\0";
@@ -27,6 +29,32 @@ pub fn candid_ui() -> Result<Vec<u8>> {
 /// (`canister_update proxy`).
 pub fn proxy() -> Result<Vec<u8>> {
     icp_cli_canister("canister_update proxy")
+}
+
+/// `examples/motoko/<name>.mo` (`caller` or `callee`) as the Motoko
+/// compiler builds it by default, a wasm64 module: moc from npm's
+/// `motoko`, which `scripts/setup.sh` installs, run with node.
+pub fn motoko(name: &str) -> Result<Vec<u8>> {
+    let root = workspace_root();
+    let source = root.join("examples/motoko").join(format!("{name}.mo"));
+    let out_dir = wasm_target_dir().join("motoko");
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let out = out_dir.join(format!("{name}.wasm"));
+    let output = Command::new("node")
+        .arg(root.join("examples/motoko/build.js"))
+        .arg(&source)
+        .arg(&out)
+        .env("NODE_PATH", root.join(".tools/node_modules"))
+        .output()
+        .context("cannot run node, which runs the Motoko compiler (apt-get install nodejs)")?;
+    if !output.status.success() {
+        bail!(
+            "the Motoko compiler refused {}: {}",
+            source.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    read(&out)
 }
 
 /// The module embedded in the `icp` binary that exports `export`.

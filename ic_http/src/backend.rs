@@ -48,6 +48,10 @@ pub trait Backend {
     /// The subnets, and the canister ids each hosts.
     fn subnets(&self) -> Vec<SubnetRanges>;
 
+    /// The network's root key (DER), which its certificates verify
+    /// against: the engine gives it to canisters (`ic0.root_key_copy`).
+    fn set_root_key(&mut self, der: Vec<u8>);
+
     /// The engine's time, in ns since the epoch.
     fn time(&self) -> u64;
 

@@ -100,6 +100,7 @@ impl Network {
                 let mut backend = make();
                 let time = follow_clock(&mut *backend, &clock);
                 let keys = Keys::from_seed(options.seed);
+                backend.set_root_key(keys.root_key_der());
                 let certified = Arc::new(Certified {
                     subnets: certification::subnets(&keys, &backend.subnets(), time),
                     keys,

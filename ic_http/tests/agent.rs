@@ -57,6 +57,8 @@ impl Backend for Echo {
         ]
     }
 
+    fn set_root_key(&mut self, _: Vec<u8>) {}
+
     fn time(&self) -> u64 {
         self.time
     }

@@ -1,8 +1,10 @@
-//! Canisters this project did not write, run as a user's tools run them on
-//! the simulator behind the IC's HTTP interface: DFINITY's Candid UI
-//! canister (taken from the `icp` binary, which installs it on every local
-//! network), and certified data read back through a query's certificate,
-//! which ic-agent 0.49.1 (icp-cli's agent) verifies against the root key.
+//! Canisters this project did not write, run as a user's tools run them:
+//! the example's twin in Motoko, as the Motoko compiler builds it (wasm64);
+//! and, on the simulator behind the IC's HTTP interface, DFINITY's Candid
+//! UI canister (taken from the `icp` binary, which installs it on every
+//! local network), and certified data read back through a query's
+//! certificate, which ic-agent 0.49.1 (icp-cli's agent) verifies against
+//! the root key.
 
 use candid::{CandidType, Decode, Encode, Principal};
 use ic_agent::{Agent, Certificate, identity::BasicIdentity};
@@ -131,4 +133,52 @@ async fn the_candid_ui_canister_icp_cli_installs_runs_and_serves_its_page() {
     let path: [&[u8]; 3] = [b"canister", canister.as_slice(), b"certified_data"];
     let certified_data = ic_agent::lookup_value(&certificate, path).unwrap();
     assert_eq!(certified_data, tree.digest(), "the assets' tree is what canister_init certified");
+}
+
+/// The Motoko caller and callee on `subnets` subnets (the caller on the
+/// first, the callee on the last), set up.
+fn motoko_twin(subnets: usize) -> (Sim, Principal, Principal) {
+    let [caller_wasm, callee_wasm] =
+        ["caller", "callee"].map(|name| canister_wasm::elsewhere::motoko(name).expect("moc builds it"));
+    assert!(sim::is_memory64(&caller_wasm), "moc builds wasm64 by default");
+    let mut sim = (0..subnets).fold(Sim::builder(), |b, _| b.with_subnet()).build();
+    let controller = Principal::anonymous();
+    let caller = sim.create_canister(0, vec![controller]).unwrap();
+    let callee = sim.create_canister(subnets - 1, vec![controller]).unwrap();
+    sim.install_canister(caller, &caller_wasm, Encode!().unwrap(), controller).unwrap();
+    sim.install_canister(callee, &callee_wasm, Encode!().unwrap(), controller).unwrap();
+    sim.update_call(caller, controller, "setup_callee", Encode!(&callee).unwrap()).unwrap();
+    (sim, caller, callee)
+}
+
+fn motoko_calls(sim: &mut Sim, caller: Principal, endpoint: &str, n: u64) -> u64 {
+    let reply = sim.update_call(caller, Principal::anonymous(), endpoint, Encode!(&n).unwrap());
+    Decode!(&reply.unwrap_or_else(|e| panic!("{endpoint}({n}): {e}")), u64).unwrap()
+}
+
+#[test]
+fn the_motoko_twin_runs_the_examples_table_on_one_subnet() {
+    let (mut sim, caller, callee) = motoko_twin(1);
+    assert_eq!(motoko_calls(&mut sim, caller, "sequential_calls", 10), 10);
+    assert_eq!(motoko_calls(&mut sim, caller, "parallel_calls", 10), 10);
+    assert_eq!(motoko_calls(&mut sim, caller, "sequential_calls", 2000), 2000);
+    // 2000 at once meet the 500-slot queue: the rest fail at once, and
+    // nothing traps (wasmi's default stack of 1,000 frames trapped here).
+    assert_eq!(motoko_calls(&mut sim, caller, "parallel_calls", 2000), 500);
+    let pings = sim.query_call(callee, Principal::anonymous(), "pings_received", Encode!().unwrap());
+    assert_eq!(Decode!(&pings.unwrap(), u64).unwrap(), 10 + 10 + 2000 + 500);
+}
+
+#[test]
+fn the_motoko_twin_makes_90_calls_each_way_across_two_subnets() {
+    let (mut sim, caller, _) = motoko_twin(2);
+    let rounds = |sim: &mut Sim, endpoint| {
+        let before = sim.ticks();
+        let done = motoko_calls(sim, caller, endpoint, 90);
+        (done, sim.ticks() - before)
+    };
+    let (sequential, sequential_rounds) = rounds(&mut sim, "sequential_calls");
+    let (parallel, parallel_rounds) = rounds(&mut sim, "parallel_calls");
+    assert_eq!((sequential, parallel), (90, 90));
+    assert!(sequential_rounds > 90 && parallel_rounds < 5, "{sequential_rounds} vs {parallel_rounds} rounds");
 }

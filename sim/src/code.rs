@@ -74,7 +74,7 @@ impl CompiledModule {
 #[derive(Clone, Debug)]
 pub enum Entry {
     Export(String),
-    Callback { fun: u32, env: u32 },
+    Callback { fun: u64, env: u64 },
 }
 
 /// One committed message execution: enough to run it again exactly.
@@ -219,6 +219,10 @@ impl Code {
                 None => Err(Error::host(CanisterTrap(format!("the module does not export {name:?}")))),
             },
             Entry::Callback { fun, env } => match self.callback(&*store, *fun) {
+                // The callback takes its `env` as the spec's `I`.
+                Ok(func) if self.memory.ty(&*store).is_64() => {
+                    func.call(&mut *store, &[Val::I64(*env as i64)], &mut [])
+                }
                 Ok(func) => func.call(&mut *store, &[Val::I32(*env as i32)], &mut []),
                 Err(trap) => Err(Error::host(trap)),
             },
@@ -235,9 +239,9 @@ impl Code {
         (limit - left.clamp(0, limit as i64) as u64, trap)
     }
 
-    fn callback(&self, store: impl AsContext, index: u32) -> Result<wasmi::Func, CanisterTrap> {
+    fn callback(&self, store: impl AsContext, index: u64) -> Result<wasmi::Func, CanisterTrap> {
         let table = self.table.ok_or_else(|| CanisterTrap("callback: the module has no table".into()))?;
-        match table.get(store, u64::from(index)) {
+        match table.get(store, index) {
             Some(Ref::Func(Nullable::Val(func))) => Ok(func),
             _ => Err(CanisterTrap(format!("callback: no function at table index {index}"))),
         }
@@ -465,12 +469,12 @@ fn playback_linker(engine: &Engine, module: &Module) -> Result<Linker<Playback>,
     for import in module.imports() {
         if (import.module(), import.name()) == GROW_IMPORT {
             // Not a system call: it grows the memory, as the instruction did.
-            linker
-                .func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, |mut caller: Caller<'_, Playback>, delta: i32| {
-                    let memory = caller.data().memory.ok_or_else(|| Error::new("playback: no memory"))?;
-                    Ok(memory.grow(&mut caller, u64::from(delta as u32)).map_or(-1, |old| old as i32))
-                })
-                .map_err(|e| WasmError::Link(e.to_string()))?;
+            let defined = if system_api::has_memory64(module) {
+                linker.func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, replay_grow::<i64>)
+            } else {
+                linker.func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, replay_grow::<i32>)
+            };
+            defined.map_err(|e| WasmError::Link(e.to_string()))?;
             continue;
         }
         let wasmi::ExternType::Func(ty) = import.ty() else {
@@ -487,6 +491,13 @@ fn playback_linker(engine: &Engine, module: &Module) -> Result<Linker<Playback>,
             .map_err(|e| WasmError::Link(e.to_string()))?;
     }
     Ok(linker)
+}
+
+/// `memory.grow` as it went live: the tape holds no event for it, as it is
+/// no system call, and growing again from the same size does the same.
+fn replay_grow<I: system_api::Word>(mut caller: Caller<'_, Playback>, delta: I) -> Result<I, Error> {
+    let memory = caller.data().memory.ok_or_else(|| Error::new("playback: no memory"))?;
+    Ok(memory.grow(&mut caller, delta.to_u64()).map_or(I::MINUS_ONE, |old| I::of_len(old as usize)))
 }
 
 fn play_host_call(

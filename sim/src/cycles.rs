@@ -16,6 +16,43 @@ pub const MAX_RESPONSE_BYTES: u128 = 2 * 1024 * 1024;
 /// Instruction limit of one message execution (with deterministic time slicing).
 pub const MAX_INSTRUCTIONS_PER_MESSAGE: u64 = 40_000_000_000;
 
+/// The nodes of an application subnet, which the fees above are for
+/// (`DEFAULT_REFERENCE_SUBNET_SIZE`; every subnet of the simulator is one).
+pub const SUBNET_SIZE: u128 = 13;
+/// Creating a canister (`canister_creation_fee`).
+pub const CANISTER_CREATION_FEE: u128 = 500_000_000_000;
+/// An HTTPS outcall (`http_request_*_fee`, `cost_http_request`): a base,
+/// a per-node base, and per byte of request and of the largest response,
+/// times the subnet's nodes.
+pub const fn http_request_fee(request_bytes: u128, max_response_bytes: u128) -> u128 {
+    (3_000_000 + 60_000 * SUBNET_SIZE + 400 * request_bytes + 800 * max_response_bytes) * SUBNET_SIZE
+}
+
+/// The fields `ic0.cost_http_request_v2` reads (`HttpRequestV2CostParams`).
+#[derive(Clone, Copy, Debug, Default, candid::CandidType, serde::Deserialize)]
+pub struct HttpRequestV2CostParams {
+    pub request_bytes: u64,
+    pub http_roundtrip_time_ms: u64,
+    pub raw_response_bytes: u64,
+    pub transformed_response_bytes: u64,
+    pub transform_instructions: u64,
+}
+
+/// An HTTPS outcall as the replica's `http_request_fee_v2` prices a fully
+/// replicated one on an `n`-node subnet.
+pub fn http_request_fee_v2(p: HttpRequestV2CostParams) -> u128 {
+    let n = SUBNET_SIZE;
+    let per_node = 1_000_000
+        + 50 * u128::from(p.request_bytes)
+        + 140_000 * n
+        + 800 * n * n
+        + 50 * u128::from(p.raw_response_bytes)
+        + 300 * u128::from(p.http_roundtrip_time_ms)
+        + u128::from(p.transform_instructions) / 13
+        + (10 * n + 650) * u128::from(p.transformed_response_bytes);
+    n * per_node
+}
+
 /// Cycles for executing `instructions`.
 pub const fn execution_cost(instructions: u64) -> u128 {
     UPDATE_MESSAGE_EXECUTION_FEE + instructions as u128 * TEN_UPDATE_INSTRUCTIONS_EXECUTION_FEE / 10

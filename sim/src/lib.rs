@@ -5,8 +5,9 @@
 //! order, each round within a budget per scheduler thread); per (caller, callee)
 //! pair queues with 500 request slots, held until the response is
 //! consumed; call contexts that answer exactly once, and callbacks; the
-//! `ic0` system API that ic-cdk uses (any other `ic0` import loads and traps
-//! when called); rollback of a trapping message (linear memory, globals,
+//! whole `ic0` system API, for wasm32 and wasm64 modules, with the
+//! replica's contexts, limits and messages, and its 5 MiB stack; rollback
+//! of a trapping message (linear memory, globals,
 //! stable memory, cycles, its calls and its reply); bounded-wait calls and
 //! their deadlines, the global timer, time that moves per tick; cycles as a
 //! 13-node application subnet prices them; per-canister statistics; the
@@ -22,9 +23,9 @@
 //! subnet and an install is refused.
 //!
 //! What it does not: it is neither PocketIC nor the replica. It runs no
-//! SIMD and no memory64 (such modules are refused with a message); there is
+//! SIMD (such modules are refused with a message); there is
 //! no deterministic time slicing, no storage or ingress fees, no
-//! per-canister memory limits beyond wasm32's 4 GiB (payload limits are the
+//! per-canister memory limits beyond wasm32's 4 GiB and wasm64's 6 GiB (payload limits are the
 //! replica's: a call over 10 MiB traps
 //! in `call_data_append`, one over 2 MiB to another subnet is rejected with
 //! `CANISTER_ERROR`, a reply over 2 MiB traps), no dropping of best-effort
@@ -74,8 +75,10 @@ mod validation;
 
 pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
 pub use message::{MessageId, Reject, RejectCode};
+pub use module::is_memory64;
 pub use sim::{
-    Action, Event, Faults, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Sim, SimBuilder,
-    SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,
+    Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Sim,
+    SimBuilder, SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,
 };
 pub use stats::{CallsFrom, CanisterStats, RejectCounts};
+pub use system_api::CYCLES_MINTING_CANISTER;

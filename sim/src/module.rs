@@ -43,8 +43,6 @@ pub enum WasmError {
     NotValid(String),
     #[error("Wasm module size of {size} exceeds the maximum allowed size of {allowed}.")]
     TooLarge { size: usize, allowed: usize },
-    #[error("Canister's Wasm module is not valid: the simulator runs wasm32 modules only, not memory64")]
-    Memory64,
     #[error(
         "Canister's Wasm module is not valid: the simulator does not run SIMD instructions (the replica does)"
     )]
@@ -79,6 +77,7 @@ pub struct RewrittenModule {
 
 const EXPORT_SECTION_ID: u8 = 7;
 const START_SECTION_ID: u8 = 8;
+const MEMORY_SECTION_ID: u8 = 5;
 
 /// Rewrites the export section of a module (already instrumented by
 /// [`crate::metering`]); `counter` is the instruction counter's global,
@@ -92,6 +91,7 @@ pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, Was
     let mut exports = ExportSection::new();
     let mut function_exports = vec![];
     let mut start = None;
+    let mut memories = None;
     for payload in Parser::new(0).parse_all(wasm) {
         match payload.map_err(|e| WasmError::Invalid(e.to_string()))? {
             Payload::StartSection { func, .. } => start = Some(func),
@@ -105,7 +105,10 @@ pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, Was
                     }
                 }
             }
-            Payload::MemorySection(reader) => has_memory |= reader.count() > 0,
+            Payload::MemorySection(reader) => {
+                has_memory |= reader.count() > 0;
+                memories = capped_memories(reader)?;
+            }
             Payload::TableSection(reader) => has_table |= reader.count() > 0,
             Payload::GlobalSection(reader) => {
                 for (i, global) in reader.into_iter().enumerate() {
@@ -154,13 +157,78 @@ pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, Was
     exports.encode(&mut contents);
     // `ExportSection::encode` writes the section's size first: drop it.
     let (_, size_len) = leb_u32(&contents).ok_or(WasmError::TruncatedSectionHeader)?;
-    let wasm = splice(wasm, BTreeMap::from([(EXPORT_SECTION_ID, contents[size_len..].to_vec())]))?;
+    let mut replaced = BTreeMap::from([(EXPORT_SECTION_ID, contents[size_len..].to_vec())]);
+    replaced.extend(memories.map(|memories| (MEMORY_SECTION_ID, memories)));
+    let wasm = splice(wasm, replaced)?;
     let wasm = without_section(&wasm, START_SECTION_ID)?;
     Ok(RewrittenModule { wasm, mutable_globals, has_memory, has_table, function_exports })
 }
 
+/// The most a wasm64 module's memory may hold: 6 GiB
+/// (`MAX_WASM64_MEMORY_IN_BYTES`; a wasm32 memory stops at 4 GiB by itself).
+pub const MAX_WASM64_MEMORY_BYTES: u64 = 6 << 30;
+
+/// The memory section's contents with every 64-bit memory's maximum capped
+/// at [`MAX_WASM64_MEMORY_BYTES`], as the replica's instrumentation caps
+/// it (so that `memory.grow` past it returns -1); `None` if none needs it.
+fn capped_memories(reader: wasmparser::MemorySectionReader<'_>) -> Result<Option<Vec<u8>>, WasmError> {
+    let cap = MAX_WASM64_MEMORY_BYTES / WASM_PAGE_SIZE;
+    let mut section = wasm_encoder::MemorySection::new();
+    let mut capped = false;
+    for memory in reader {
+        let memory = memory.map_err(malformed)?;
+        let maximum = if memory.memory64 {
+            let max = memory.maximum.map_or(cap, |max| max.min(cap));
+            capped |= memory.maximum != Some(max);
+            Some(max)
+        } else {
+            memory.maximum
+        };
+        section.memory(wasm_encoder::MemoryType {
+            minimum: memory.initial,
+            maximum,
+            memory64: memory.memory64,
+            shared: memory.shared,
+            page_size_log2: memory.page_size_log2,
+        });
+    }
+    if !capped {
+        return Ok(None);
+    }
+    let mut contents = vec![];
+    section.encode(&mut contents);
+    let (_, size_len) = leb_u32(&contents).ok_or(WasmError::TruncatedSectionHeader)?;
+    Ok(Some(contents[size_len..].to_vec()))
+}
+
+/// A wasm page.
+const WASM_PAGE_SIZE: u64 = 64 * 1024;
+
+/// Whether the module's memory is 64-bit (wasm64), as the replica decides
+/// it: by its first memory, imported or defined. A module without memory,
+/// or one that does not parse, is wasm32.
+pub fn is_memory64(wasm: &[u8]) -> bool {
+    for payload in Parser::new(0).parse_all(wasm) {
+        match payload {
+            Ok(Payload::ImportSection(reader)) => {
+                for import in reader.into_iter().flatten() {
+                    if let TypeRef::Memory(memory) = import.ty {
+                        return memory.memory64;
+                    }
+                }
+            }
+            Ok(Payload::MemorySection(reader)) => {
+                return reader.into_iter().flatten().next().is_some_and(|m| m.memory64);
+            }
+            Ok(Payload::CodeSectionStart { .. }) | Err(_) => return false,
+            Ok(_) => {}
+        }
+    }
+    false
+}
+
 /// What `memory.grow` becomes a call to in an instrumented module: a host
-/// function, `(param i32) (result i32)`, that grows the memory as the
+/// function, `(param I) (result I)` (`I` the memory's address type), that grows the memory as the
 /// instruction does. wasmi 2 keeps a host stack frame for every
 /// `memory.grow` a message executes until the message ends, so a loop of
 /// them overflowed the host's stack; a host call keeps none. (The replica's
@@ -168,10 +236,10 @@ pub fn rewrite(wasm: &[u8], counter: Option<u32>) -> Result<RewrittenModule, Was
 pub const GROW_IMPORT: (&str, &str) = ("sim", "memory_grow");
 
 /// `wasm` with [`GROW_IMPORT`] imported after its other functions, and that
-/// import's index, if it executes `memory.grow` on a 32-bit memory; every
-/// function the module defines moves up by one index.
+/// import's index, if it executes `memory.grow`; every function the module
+/// defines moves up by one index.
 pub fn import_memory_grow(wasm: &[u8]) -> Result<Option<(Vec<u8>, u32)>, WasmError> {
-    let (mut types, mut imported, mut grows, mut memory64) = (0, 0, false, false);
+    let (mut types, mut imported, mut grows) = (0, 0, false);
     for payload in Parser::new(0).parse_all(wasm) {
         match payload.map_err(|e| WasmError::Invalid(e.to_string()))? {
             Payload::TypeSection(reader) => {
@@ -181,16 +249,9 @@ pub fn import_memory_grow(wasm: &[u8]) -> Result<Option<(Vec<u8>, u32)>, WasmErr
             }
             Payload::ImportSection(reader) => {
                 for import in reader {
-                    match import.map_err(malformed)?.ty {
-                        TypeRef::Func(_) => imported += 1,
-                        TypeRef::Memory(m) => memory64 |= m.memory64,
-                        _ => {}
+                    if let TypeRef::Func(_) = import.map_err(malformed)?.ty {
+                        imported += 1;
                     }
-                }
-            }
-            Payload::MemorySection(reader) => {
-                for memory in reader {
-                    memory64 |= memory.map_err(malformed)?.memory64;
                 }
             }
             Payload::CodeSectionEntry(body) => {
@@ -202,10 +263,11 @@ pub fn import_memory_grow(wasm: &[u8]) -> Result<Option<(Vec<u8>, u32)>, WasmErr
             _ => {}
         }
     }
-    if !grows || memory64 {
+    if !grows {
         return Ok(None);
     }
-    let mut shift = ImportGrow { imported, grow_type: types, import_added: false };
+    let address = if is_memory64(wasm) { ValType::I64 } else { ValType::I32 };
+    let mut shift = ImportGrow { imported, grow_type: types, address, import_added: false };
     let mut module = wasm_encoder::Module::new();
     shift
         .parse_core_module(&mut module, Parser::new(0), wasm)
@@ -219,6 +281,8 @@ struct ImportGrow {
     imported: u32,
     /// The index the import's type gets: after the module's types.
     grow_type: u32,
+    /// The memory's address type, which `memory.grow` takes and returns.
+    address: ValType,
     import_added: bool,
 }
 
@@ -242,7 +306,7 @@ impl Reencode for ImportGrow {
         section: wasmparser::TypeSectionReader<'_>,
     ) -> Result<(), ReencodeError<Self::Error>> {
         reencode::utils::parse_type_section(self, types, section)?;
-        types.ty().function([ValType::I32], [ValType::I32]);
+        types.ty().function([self.address], [self.address]);
         Ok(())
     }
 

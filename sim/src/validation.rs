@@ -4,10 +4,8 @@
 //! messages, which reach the user as `Canister's Wasm module is not valid:
 //! <message>`.
 //!
-//! Three differences: the simulator runs wasm32 only, and no SIMD, so a
-//! memory64 module or one with SIMD instructions is refused with a message
-//! that says so; and a function's complexity (the replica's weighted count
-//! of its instructions) is not checked, only its size.
+//! One difference: the simulator runs no SIMD, so a module with SIMD
+//! instructions is refused with a message that says so.
 
 use std::collections::{BTreeMap, BTreeSet};
 use wasmparser::{
@@ -16,7 +14,8 @@ use wasmparser::{
 };
 
 use crate::module::WasmError;
-use crate::system_api::IC0;
+use crate::module::is_memory64;
+use crate::system_api::ic0;
 
 /// `wasm_max_size`: the largest module, uncompressed.
 pub const MAX_WASM_SIZE: usize = 100 << 20;
@@ -32,6 +31,9 @@ pub const MAX_EXPORTED_METHODS: usize = 1000;
 pub const MAX_SUM_METHOD_NAME_LENGTHS: usize = 20_000;
 /// `WASM_FUNCTION_SIZE_LIMIT`: instructions in one function.
 pub const MAX_FUNCTION_SIZE: usize = 1_000_000;
+/// `WASM_FUNCTION_COMPLEXITY_LIMIT`: one function's instructions, weighted
+/// by [`complexity`].
+pub const MAX_FUNCTION_COMPLEXITY: u64 = 1_000_000;
 /// `MAX_CUSTOM_SECTIONS`: `icp:` sections.
 pub const MAX_CUSTOM_SECTIONS: usize = 16;
 /// `MAX_CUSTOM_SECTIONS_SIZE`: their names and contents together.
@@ -63,7 +65,7 @@ const METHOD_PREFIXES: [&str; 3] = ["canister_update ", "canister_query ", "cani
 /// The proposals the replica enables (`wasmtime_validation_config`): bulk
 /// memory, reference types, SIMD and tail calls; not relaxed SIMD, GC,
 /// function references, multi-memory, extended constants, threads or
-/// exceptions. memory64 the replica enables; the simulator does not.
+/// exceptions.
 fn features() -> WasmFeatures {
     WasmFeatures::MUTABLE_GLOBAL
         | WasmFeatures::SATURATING_FLOAT_TO_INT
@@ -98,7 +100,8 @@ pub fn validate(wasm: &[u8]) -> Result<(), WasmError> {
     if Validator::new_with_features(features() - WasmFeatures::SIMD).validate_all(wasm).is_err() {
         return Err(WasmError::Simd);
     }
-    let mut module = Parsed::default();
+    // Imports come before memories, but their signatures depend on the memory.
+    let mut module = Parsed { memory64: is_memory64(wasm), ..Parsed::default() };
     for payload in Parser::new(0).parse_all(wasm) {
         module.read(payload.map_err(|e| not_valid(format!("Failed to decode wasm module: {e}")))?)?;
     }
@@ -135,7 +138,6 @@ enum Check {
     Data,
     Globals,
     Functions,
-    Memory,
     Code,
     CustomSections,
 }
@@ -191,11 +193,6 @@ impl Parsed {
                     self.functions.push(ty.map_err(decode)?);
                 }
             }
-            Payload::MemorySection(reader) => {
-                for memory in reader {
-                    self.memory64 |= memory.map_err(decode)?.memory64;
-                }
-            }
             Payload::GlobalSection(reader) => {
                 for global in reader {
                     let ty = global.map_err(decode)?.ty.content_type;
@@ -220,7 +217,7 @@ impl Parsed {
             Payload::DataSection(reader) => {
                 for data in reader {
                     if let DataKind::Active { offset_expr, .. } = data.map_err(decode)?.kind {
-                        self.fault(Check::Data, check_data_offset(&offset_expr));
+                        self.fault(Check::Data, check_data_offset(&offset_expr, self.memory64));
                     }
                 }
             }
@@ -244,7 +241,8 @@ impl Parsed {
         let (module, name) = (import.module, import.name);
         match import.ty {
             TypeRef::Func(index) => {
-                let Some(&(_, params, results)) = IC0.iter().find(|(n, ..)| *n == name) else {
+                let function = ic0::function(name).filter(|f| !(f.wasm32_only && self.memory64));
+                let Some(function) = function else {
                     return Err(invalid(format!(
                         "Module imports function '{name}' from '{module}' that is not exported by the runtime."
                     )));
@@ -259,7 +257,8 @@ impl Parsed {
                 let ty = ty.ok_or_else(|| {
                     invalid(format!("Function import doesn't have a function type. Type found: {index}"))
                 })?;
-                check_signature(&format!("ic0.{name}"), params, results, &ty)?;
+                let (params, results) = function.signature(self.memory64);
+                check_signature(&format!("ic0.{name}"), &params, &results, &ty)?;
                 self.functions.push(index);
                 self.imported_functions += 1;
             }
@@ -333,9 +332,6 @@ impl Parsed {
                 "Wasm module defined {defined} functions which exceeds the maximum number allowed {MAX_FUNCTIONS}."
             );
             self.fault(Check::Functions, Err(not_valid(message)));
-        }
-        if self.memory64 {
-            self.fault(Check::Memory, Err(WasmError::Memory64));
         }
         self.faults.into_values().next().map_or(Ok(()), Err)
     }
@@ -419,15 +415,17 @@ fn check_signature(
     Ok(())
 }
 
-fn check_data_offset(offset: &ConstExpr<'_>) -> Result<(), WasmError> {
+fn check_data_offset(offset: &ConstExpr<'_>, memory64: bool) -> Result<(), WasmError> {
     let mut ops = offset.get_operators_reader();
     let first = ops.read().ok();
     let end = ops.read().ok();
-    match (first, end) {
-        (Some(Operator::I32Const { .. }), Some(Operator::End)) => Ok(()),
-        (first, _) => Err(not_valid(format!(
-            "Wasm module has an invalid data section. Invalid offset expression in data segment for 32bit \
-             memory: {first:?}"
+    match (first, end, memory64) {
+        (Some(Operator::I32Const { .. }), Some(Operator::End), false)
+        | (Some(Operator::I64Const { .. }), Some(Operator::End), true) => Ok(()),
+        (first, ..) => Err(not_valid(format!(
+            "Wasm module has an invalid data section. Invalid offset expression in data segment for {}bit \
+             memory: {first:?}",
+            if memory64 { 64 } else { 32 }
         ))),
     }
 }
@@ -436,10 +434,12 @@ fn check_data_offset(offset: &ConstExpr<'_>) -> Result<(), WasmError> {
 /// table, and at most [`MAX_FUNCTION_SIZE`] instructions.
 fn check_body(index: usize, body: &wasmparser::FunctionBody<'_>) -> Result<(), WasmError> {
     let decode = |e: wasmparser::BinaryReaderError| not_valid(format!("Failed to decode wasm module: {e}"));
-    let mut size = 0;
+    let (mut size, mut complexity) = (0, 0u64);
     let mut ops = body.get_operators_reader().map_err(decode)?;
     while !ops.eof() {
-        let unsupported = match ops.read().map_err(decode)? {
+        let op = ops.read().map_err(decode)?;
+        complexity = complexity.saturating_add(self::complexity(&op));
+        let unsupported = match op {
             Operator::TableGrow { .. } => "table.grow",
             Operator::TableSet { .. } => "table.set",
             Operator::TableFill { .. } => "table.fill",
@@ -460,7 +460,141 @@ fn check_body(index: usize, body: &wasmparser::FunctionBody<'_>) -> Result<(), W
              of {MAX_FUNCTION_SIZE}."
         )));
     }
+    if complexity > MAX_FUNCTION_COMPLEXITY {
+        return Err(not_valid(format!(
+            "Wasm module contains a function at index {index} with complexity {complexity} which exceeds the \
+             maximum complexity allowed {MAX_FUNCTION_COMPLEXITY}."
+        )));
+    }
     Ok(())
+}
+
+/// An instruction's weight in a function's complexity, as the replica
+/// weighs it (`wasm_function_complexity` in its validation): control flow,
+/// calls and `memory.grow` weigh most.
+fn complexity(op: &Operator) -> u64 {
+    use Operator::*;
+    match op {
+        Block { .. }
+        | Loop { .. }
+        | If { .. }
+        | Br { .. }
+        | BrIf { .. }
+        | BrTable { .. }
+        | Call { .. }
+        | CallIndirect { .. }
+        | MemoryGrow { .. } => 50,
+        TableGet { .. } => 14,
+        RefFunc { .. } => 8,
+        RefIsNull => 6,
+        I32TruncF32S | I32TruncF32U | I32TruncF64S | I32TruncF64U | I64ExtendI32S | I64ExtendI32U
+        | I64TruncF32S | I64TruncF32U | I64TruncF64S | I64TruncF64U | F32ConvertI32S | F32ConvertI32U
+        | F32ConvertI64S | F32ConvertI64U | F32DemoteF64 | F64ConvertI32S | F64ConvertI32U
+        | F64ConvertI64S | F64ConvertI64U => 5,
+        F32Neg | F32Abs | F64Neg | F64Abs | MemoryCopy { .. } => 4,
+        F32Copysign
+        | F64Copysign
+        | F64Eq
+        | I32DivS
+        | I32DivU
+        | I32RemS
+        | I32RemU
+        | I64DivS
+        | I64DivU
+        | I64RemS
+        | I64RemU
+        | MemoryFill { .. }
+        | I32Load { .. }
+        | I64Load { .. }
+        | F32Load { .. }
+        | F64Load { .. }
+        | I32Load8S { .. }
+        | I32Load8U { .. }
+        | I32Load16S { .. }
+        | I32Load16U { .. }
+        | I64Load8S { .. }
+        | I64Load8U { .. }
+        | I64Load16S { .. }
+        | I64Load16U { .. }
+        | I64Load32S { .. }
+        | I64Load32U { .. }
+        | I32TruncSatF32S
+        | I32TruncSatF32U
+        | I32TruncSatF64S
+        | I32TruncSatF64U
+        | I64TruncSatF32S
+        | I64TruncSatF32U
+        | I64TruncSatF64S
+        | I64TruncSatF64U => 3,
+        GlobalGet { .. }
+        | I32Popcnt
+        | I64Popcnt
+        | Select
+        | TypedSelect { .. }
+        | MemorySize { .. }
+        | I32Store { .. }
+        | I64Store { .. }
+        | F32Store { .. }
+        | F64Store { .. }
+        | I32Store8 { .. }
+        | I32Store16 { .. }
+        | I64Store8 { .. }
+        | I64Store16 { .. }
+        | I64Store32 { .. }
+        | I32Eqz
+        | I32Eq
+        | I32Ne
+        | I32LtS
+        | I32LtU
+        | I32GtS
+        | I32GtU
+        | I32LeS
+        | I32LeU
+        | I32GeS
+        | I32GeU
+        | I64Eqz
+        | I64Eq
+        | I64Ne
+        | I64LtS
+        | I64LtU
+        | I64GtS
+        | I64GtU
+        | I64LeS
+        | I64LeU
+        | I64GeS
+        | I64GeU
+        | F32Eq
+        | F32Ne
+        | F32Lt
+        | F32Gt
+        | F32Le
+        | F32Ge
+        | F64Ne
+        | F64Lt
+        | F64Gt
+        | F64Le
+        | F64Ge
+        | F32Ceil
+        | F32Floor
+        | F32Sqrt
+        | F32Trunc
+        | F64Ceil
+        | F64Floor
+        | F64Sqrt
+        | F64Trunc
+        | I32ReinterpretF32
+        | I64ReinterpretF64
+        | F32ReinterpretI32
+        | F64ReinterpretI64
+        | I32WrapI64
+        | I32Extend8S
+        | I32Extend16S
+        | I64Extend8S
+        | I64Extend16S
+        | I64Extend32S
+        | F64PromoteF32 => 2,
+        _ => 1,
+    }
 }
 
 #[cfg(test)]
@@ -536,7 +670,21 @@ mod tests {
                 format!("(module {sections})"),
                 "Wasm module defined 17 custom sections which exceeds the maximum number allowed 16.",
             ),
-            ("(module (memory i64 1))".into(), "the simulator runs wasm32 modules only"),
+            (
+                r#"(module (import "ic0" "msg_arg_data_copy" (func (param i32 i32 i32))) (memory i64 1))"#
+                    .into(),
+                "Wasm module has an invalid function signature. Expected input params [I64, I64, I64] for \
+                 'ic0.msg_arg_data_copy', got [I32, I32, I32].",
+            ),
+            (
+                r#"(module (import "ic0" "stable_size" (func (result i32))) (memory i64 1))"#.into(),
+                "Module imports function 'stable_size' from 'ic0' that is not exported by the runtime.",
+            ),
+            (
+                format!("(module (func {}))", "(loop)".repeat(20_001)),
+                "Wasm module contains a function at index 0 with complexity 1020052 which exceeds the maximum \
+                 complexity allowed 1000000.",
+            ),
             ("(module (memory 1 1 shared))".into(), "Wasmtime failed to validate wasm module"),
             ("(module (func (drop (v128.const i64x2 0 0))))".into(), "the simulator does not run SIMD"),
         ];

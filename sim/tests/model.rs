@@ -166,11 +166,15 @@ fn cleanup_runs_when_a_callback_traps_and_the_callback_is_rolled_back() {
 }
 
 #[test]
-fn an_unsupported_import_loads_and_traps_when_called() {
+fn only_the_cycles_minting_canister_may_mint_cycles() {
     let mut w = world(1, 0, 0);
-    let err = w.sim.update_call(w.probe, controller(), "call_unsupported", vec![]).unwrap_err();
+    let err = w.sim.update_call(w.probe, controller(), "mint_cycles", vec![]).unwrap_err();
     assert_eq!(err.code, RejectCode::CanisterError);
-    assert!(err.message.contains("ic0.mint_cycles128 is not supported by the simulator"), "{err}");
+    let expected = format!(
+        "Canister violated contract: ic0.mint_cycles128 cannot be executed on non Cycles Minting Canister: {} != rkp4c-7iaaa-aaaaa-aaaca-cai",
+        w.probe
+    );
+    assert!(err.message.contains(&expected), "{err}");
 }
 
 #[test]

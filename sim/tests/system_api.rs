@@ -138,3 +138,141 @@ fn recursion_as_deep_as_the_replicas_stack_runs_and_deeper_traps_rolled_back() {
     let answer = update(&mut sim, canister, "recurse", &depth.to_le_bytes()).unwrap();
     assert_eq!(u64_of(&answer, 0), u64::from(depth));
 }
+
+fn u128_of(bytes: &[u8], at: usize) -> u128 {
+    u128::from_le_bytes(bytes[at..at + 16].try_into().unwrap())
+}
+
+#[test]
+fn root_key_is_the_networks_and_only_replicated_executions_read_it() {
+    let (mut sim, canister) = one_canister();
+    let key = update(&mut sim, canister, "root_key", b"").unwrap();
+    assert_eq!(key, sim::IC_ROOT_KEY, "without a network: the IC's, as the replica's fallback");
+    sim.set_root_key(vec![0x30; 133]);
+    assert_eq!(update(&mut sim, canister, "root_key", b"").unwrap(), vec![0x30; 133]);
+    let reject = sim.query_call(canister, controller(), "root_key_in_a_query", vec![]).unwrap_err();
+    let expected =
+        "Canister violated contract: \"ic0_root_key_size\" cannot be executed in non replicated query mode";
+    assert!(reject.message.contains(expected), "{reject}");
+}
+
+#[test]
+fn subnet_self_is_the_canisters_subnet_of_13_nodes_and_there_is_no_sender_info() {
+    let mut sim = Sim::builder().with_subnet().with_subnet().build();
+    let canister = install(&mut sim, 1, SYSTEM_API);
+    let answer = update(&mut sim, canister, "subnet", b"").unwrap();
+    let subnet = sim.subnets()[1];
+    assert_eq!(&answer[..answer.len() - 4], subnet.as_slice());
+    assert_eq!(u32::from_le_bytes(answer[answer.len() - 4..].try_into().unwrap()), 13);
+    assert_eq!(update(&mut sim, canister, "caller_info", b"").unwrap(), [0; 8], "no sender info: empty");
+}
+
+#[test]
+fn cycles_burn128_burns_at_most_the_liquid_balance_and_a_trap_burns_nothing() {
+    let (mut sim, canister) = one_canister();
+    let before = sim.cycle_balance(canister).unwrap();
+    let answer = update(&mut sim, canister, "burn", &1_000_000u64.to_le_bytes()).unwrap();
+    assert_eq!(u128_of(&answer, 0), 1_000_000);
+    let after = sim.cycle_balance(canister).unwrap();
+    assert!(before - after >= 1_000_000, "the burned cycles are gone: {before} -> {after}");
+    let answer = update(&mut sim, canister, "burn", &u64::MAX.to_le_bytes()).unwrap();
+    let burned = u128_of(&answer, 0);
+    assert!(burned < u128::from(u64::MAX) && burned > 0, "only what is liquid: {burned}");
+    assert_eq!(u64_of(&answer, 16), 0, "nothing liquid is left (no freezing threshold)");
+}
+
+#[test]
+fn the_cost_functions_price_as_a_13_node_application_subnet() {
+    let (mut sim, canister) = one_canister();
+    let answer = update(&mut sim, canister, "costs", b"").unwrap();
+    assert_eq!(u128_of(&answer, 0), 500_000_000_000, "cost_create_canister");
+    // (3M + 60k x 13 + 400 x 100 + 800 x 1000) x 13
+    assert_eq!(u128_of(&answer, 16), (3_000_000 + 780_000 + 40_000 + 800_000) * 13, "cost_http_request");
+    let code = |at| u32::from_le_bytes(answer[at..at + 4].try_into().unwrap());
+    assert_eq!(code(32), 2, "no subnet of the simulator holds a chain key: unknown key");
+    assert_eq!(code(36), 1, "curve 7 is no curve: unknown curve");
+
+    #[derive(candid::CandidType)]
+    struct Params {
+        request_bytes: u64,
+        http_roundtrip_time_ms: u64,
+        raw_response_bytes: u64,
+        transformed_response_bytes: u64,
+        transform_instructions: u64,
+    }
+    let params = Params {
+        request_bytes: 100,
+        http_roundtrip_time_ms: 200,
+        raw_response_bytes: 1000,
+        transformed_response_bytes: 500,
+        transform_instructions: 1300,
+    };
+    let answer = update(&mut sim, canister, "cost_http_v2", &candid::encode_one(&params).unwrap()).unwrap();
+    let per_node = 1_000_000 + 50 * 100 + 140_000 * 13 + 800 * 169 + 50 * 1000 + 300 * 200 + 100 + 780 * 500;
+    assert_eq!(u128_of(&answer, 0), 13 * per_node);
+    let reject = update(&mut sim, canister, "cost_http_v2", b"not candid").unwrap_err();
+    assert!(reject.message.contains("Failed to decode HttpRequestV2CostParams from Candid"), "{reject}");
+}
+
+#[test]
+fn the_32_bit_stable_memory_api_works_on_the_same_stable_memory() {
+    let (mut sim, canister) = one_canister();
+    let answer = update(&mut sim, canister, "stable32", b"hello").unwrap();
+    let word = |at| u32::from_le_bytes(answer[at..at + 4].try_into().unwrap());
+    assert_eq!((word(0), word(4)), (0, 1), "grown from 0 to 1 page");
+    assert_eq!(&answer[8..], b"hello");
+    assert_eq!(sim.stable_memory_size(canister).unwrap(), 65_536);
+}
+
+/// A wasm64 canister, as the Motoko compiler builds them by default: the
+/// system API with 64-bit pointers, callbacks that take a 64-bit `env`.
+const WASM64: &str = r#"(module
+  (import "ic0" "msg_arg_data_size" (func $arg_size (result i64)))
+  (import "ic0" "msg_arg_data_copy" (func $arg_copy (param i64 i64 i64)))
+  (import "ic0" "msg_reply_data_append" (func $reply_append (param i64 i64)))
+  (import "ic0" "msg_reply" (func $reply))
+  (import "ic0" "call_new" (func $call_new (param i64 i64 i64 i64 i64 i64 i64 i64)))
+  (import "ic0" "call_data_append" (func $call_data_append (param i64 i64)))
+  (import "ic0" "call_perform" (func $call_perform (result i32)))
+  (memory i64 1)
+  (table 1 funcref)
+  (elem (i32.const 0) $on_reply)
+  (data (i64.const 100) "echo")
+  (global $env (mut i64) (i64.const 0))
+  (func (export "canister_update echo")
+    (call $arg_copy (i64.const 0) (i64.const 0) (call $arg_size))
+    (call $reply_append (i64.const 0) (call $arg_size))
+    (call $reply))
+  ;; Calls `echo` on the callee the argument names, with env 0x1_0000_0007.
+  (func (export "canister_update relay")
+    (call $arg_copy (i64.const 0) (i64.const 0) (call $arg_size))
+    (call $call_new (i64.const 0) (call $arg_size) (i64.const 100) (i64.const 4)
+      (i64.const 0) (i64.const 0x100000007) (i64.const 0) (i64.const 0x100000007))
+    (call $call_data_append (i64.const 100) (i64.const 4))
+    (drop (call $call_perform)))
+  (func $on_reply (param $env i64)
+    (global.set $env (local.get $env))
+    (call $arg_copy (i64.const 200) (i64.const 0) (call $arg_size))
+    (i64.store (i64.const 204) (local.get $env))
+    (call $reply_append (i64.const 200) (i64.const 12))
+    (call $reply))
+  (func (export "canister_update grow")
+    ;; 6 GiB is 98,304 pages: one more than that is refused.
+    (i64.store (i64.const 0) (memory.grow (i64.const 98304)))
+    (i64.store (i64.const 8) (memory.grow (i64.const 1)))
+    (call $reply_append (i64.const 0) (i64.const 16))
+    (call $reply)))"#;
+
+#[test]
+fn a_wasm64_canister_runs_with_64_bit_pointers_and_callbacks() {
+    let mut sim = Sim::builder().with_subnet().with_subnet().build();
+    let caller = install(&mut sim, 0, WASM64);
+    let callee = install(&mut sim, 1, WASM64);
+    assert_eq!(update(&mut sim, callee, "echo", b"abc").unwrap(), b"abc");
+    let answer = update(&mut sim, caller, "relay", callee.as_slice()).unwrap();
+    assert_eq!(&answer[..4], b"echo", "the callee's reply, read in the callback");
+    assert_eq!(u64_of(&answer, 4), 0x1_0000_0007, "the callback's env, all 64 bits");
+    let grown = update(&mut sim, caller, "grow", b"").unwrap();
+    assert_eq!(u64_of(&grown, 0) as i64, -1, "past 6 GiB memory.grow fails");
+    assert_eq!(u64_of(&grown, 8), 1, "a page more is given");
+}

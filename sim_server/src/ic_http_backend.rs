@@ -64,6 +64,10 @@ impl Backend for Instance {
         subnets
     }
 
+    fn set_root_key(&mut self, der: Vec<u8>) {
+        self.sim.set_root_key(der);
+    }
+
     fn time(&self) -> u64 {
         self.sim.time()
     }

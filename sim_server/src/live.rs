@@ -60,6 +60,10 @@ impl Backend for Remote {
         self.run(vec![], |i| Backend::subnets(i))
     }
 
+    fn set_root_key(&mut self, der: Vec<u8>) {
+        self.run((), move |i| Backend::set_root_key(i, der))
+    }
+
     fn time(&self) -> u64 {
         self.run(0, |i| Backend::time(i))
     }

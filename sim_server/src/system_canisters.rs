@@ -19,7 +19,7 @@ use crate::management;
 pub const CYCLES_LEDGER: Principal = Principal::from_slice(&[0, 0, 0, 0, 2, 16, 0, 2, 1, 1]);
 /// The cycles minting canister's id on the IC (`rkp4c-7iaaa-aaaaa-aaaca-cai`):
 /// the fifth id of the first subnet's range, which the network reserves.
-pub const CYCLES_MINTING_CANISTER: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 4, 1, 1]);
+pub use sim::CYCLES_MINTING_CANISTER;
 /// The first subnet assigns no id below this one to a user's canister.
 pub const RESERVED_IDS: u64 = 5;
 

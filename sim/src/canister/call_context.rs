@@ -36,9 +36,9 @@ pub(super) struct CallContext {
 pub(super) struct Callback {
     pub(super) call_context: CallContextId,
     pub(super) callee: Principal,
-    pub(super) reply: (u32, u32),
-    pub(super) reject: (u32, u32),
-    pub(super) cleanup: Option<(u32, u32)>,
+    pub(super) reply: (u64, u64),
+    pub(super) reject: (u64, u64),
+    pub(super) cleanup: Option<(u64, u64)>,
     pub(super) prepayment: u128,
     /// Method name and argument sizes, for the call's actual cost.
     pub(super) request_bytes: (u64, u64),

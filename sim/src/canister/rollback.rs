@@ -126,7 +126,9 @@ impl Canister {
         time: u64,
     ) -> Vec<Output> {
         let state = self.store.data_mut();
-        state.balance = state.balance.saturating_add(effects.cycles_accepted) - effects.cycles_withdrawn;
+        state.balance =
+            state.balance.saturating_add(effects.cycles_accepted).saturating_add(effects.cycles_minted)
+                - effects.cycles_withdrawn;
         if let Some(timer) = effects.timer {
             state.global_timer = timer;
         }

@@ -212,6 +212,13 @@ pub const SYSTEM_API: &[SystemApiCost] = &[
     cost("cycles_burn128", 500, NONE),
     // The replica charges nothing for it ([LNK]).
     cost("mint_cycles128", 0, NONE),
+    cost("mint_cycles", 0, NONE),
+    // The older cycles API, for wasm32 modules.
+    cost("msg_cycles_available", 500, NONE),
+    cost("msg_cycles_refunded", 500, NONE),
+    cost("msg_cycles_accept", 500, NONE),
+    cost("canister_cycle_balance", 500, NONE),
+    cost("call_cycles_add", 500, NONE),
     cost("time", 500, NONE),
     cost("global_timer_set", 500, NONE),
     cost("performance_counter", 200, NONE),

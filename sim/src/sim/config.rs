@@ -195,6 +195,7 @@ impl SimBuilder {
             paused_until: BTreeMap::new(),
             faults: Default::default(),
             tracing: self.tracing,
+            root_key: super::IC_ROOT_KEY.to_vec(),
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::code;
 use crate::host_memory::HostMemory;
 use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
 use crate::stats::CanisterStats;
-use crate::system_api::{ApiLimits, SystemState};
+use crate::system_api::{ApiLimits, Hosting, SystemState};
 
 mod config;
 mod error;
@@ -51,6 +51,34 @@ pub struct Sim {
     /// Fault injection: seeded traps, events, stalls and dropped responses.
     faults: FaultState,
     tracing: bool,
+    /// The network's root key (DER), which `ic0.root_key_copy` gives.
+    root_key: Vec<u8>,
+}
+
+/// The IC's root key (DER): what the replica gives `ic0.root_key_copy`
+/// when its topology names no root subnet (`IC_ROOT_KEY`), and so the
+/// simulator until a network that signs sets its own
+/// ([`Sim::set_root_key`]).
+pub const IC_ROOT_KEY: [u8; 133] = hex_literal(
+    b"308182301d060d2b0601040182dc7c0503010201060c2b0601040182dc7c05030201036100814c0e6ec71fab583b08bd81373c255c3c371b2e84863c98a4f1e08b74235d14fb5d9c0cd546d9685f913a0c0b2cc5341583bf4b4392e467db96d65b9bb4cb717112f8472e0d5a4d14505ffd7484b01291091c5f87b98883463f98091a0baaae",
+);
+
+const fn hex_literal<const N: usize>(hex: &[u8]) -> [u8; N] {
+    const fn digit(c: u8) -> u8 {
+        match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => panic!("not a hex digit"),
+        }
+    }
+    assert!(hex.len() == 2 * N, "two digits a byte");
+    let mut bytes = [0; N];
+    let mut i = 0;
+    while i < N {
+        bytes[i] = digit(hex[2 * i]) << 4 | digit(hex[2 * i + 1]);
+        i += 1;
+    }
+    bytes
 }
 
 /// What is still open across the simulated IC ([`Sim::outstanding`]): all
@@ -140,7 +168,13 @@ impl Sim {
             queue_capacity: self.config.queue_capacity,
             max_instructions_per_message: self.config.max_instructions_per_message,
         };
-        let state = SystemState::new(id, controllers, self.config.initial_cycles, limits, &self.host_memory);
+        let mut state =
+            SystemState::new(id, controllers, self.config.initial_cycles, limits, &self.host_memory);
+        state.network = Hosting {
+            subnet: self.subnets[subnet].id,
+            subnet_size: crate::cycles::SUBNET_SIZE as u32,
+            root_key: self.root_key.clone(),
+        };
         let canister = Canister::new(&self.engine, subnet, state, self.tracing);
         self.canisters.insert(id, canister);
         Ok(id)
@@ -286,6 +320,20 @@ impl Sim {
     /// `canister_status` counts as `stable_memory_size`).
     pub fn stable_memory_size(&self, id: Principal) -> Result<u64, SimError> {
         Ok(self.canister(id)?.system_state().stable.size())
+    }
+
+    /// The network's root key (DER) from now on, for every canister
+    /// (`ic0.root_key_copy`): a network that signs its state sets its own.
+    pub fn set_root_key(&mut self, der: Vec<u8>) {
+        for canister in self.canisters.values_mut() {
+            canister.system_state_mut().network.root_key = der.clone();
+        }
+        self.root_key = der;
+    }
+
+    /// The network's root key (DER), as `ic0.root_key_copy` gives it.
+    pub fn root_key(&self) -> &[u8] {
+        &self.root_key
     }
 
     /// What the canister certified (`ic0.certified_data_set`), at most 32 bytes.

@@ -6,29 +6,29 @@ use crate::cycles;
 use crate::message::{Reject, RejectCode, Request};
 use wasmi::Error;
 
-use super::linker::{Contexts, Registry, def};
-use super::memory::{read, read_string, u128_of, write_u128};
+use super::linker::{Contexts, Registry, Word, def};
+use super::memory::{read, read_string, u128_of};
 use super::message_state::NewCall;
 use super::{EntryKind, Execution, PerformedCall, SystemState, outside_a_message, trap};
 
 /// The entry kinds that may make calls.
-const MAY_CALL: Contexts = Contexts::only(&[
+pub(super) const MAY_CALL: Contexts = Contexts::only(&[
     EntryKind::Update,
     EntryKind::ReplyCallback,
     EntryKind::RejectCallback,
     EntryKind::GlobalTimer,
 ]);
 
-pub(super) fn register(r: &mut Registry) {
+pub(super) fn register<I: Word>(r: &mut Registry) {
     def!(r, "call_new" in MAY_CALL, |c: Ctx<'_>,
-                      callee_src: i32,
-                      callee_size: i32,
-                      name_src: i32,
-                      name_size: i32,
-                      reply_fun: i32,
-                      reply_env: i32,
-                      reject_fun: i32,
-                      reject_env: i32|
+                      callee_src: I,
+                      callee_size: I,
+                      name_src: I,
+                      name_size: I,
+                      reply_fun: I,
+                      reply_env: I,
+                      reject_fun: I,
+                      reject_env: I|
      -> Result<(), Error> {
         let callee = read(&c, callee_src, callee_size)?;
         let callee =
@@ -37,8 +37,8 @@ pub(super) fn register(r: &mut Registry) {
         c.data_mut().exec()?.effects.new_call = Some(NewCall {
             callee,
             method,
-            reply: (reply_fun as u32, reply_env as u32),
-            reject: (reject_fun as u32, reject_env as u32),
+            reply: (reply_fun.to_u64(), reply_env.to_u64()),
+            reject: (reject_fun.to_u64(), reject_env.to_u64()),
             cleanup: None,
             arg: vec![],
             cycles: 0,
@@ -46,20 +46,20 @@ pub(super) fn register(r: &mut Registry) {
         });
         Ok(())
     });
-    def!(r, "call_on_cleanup", |c: Ctx<'_>, fun: i32, env: i32| -> Result<(), Error> {
+    def!(r, "call_on_cleanup", |c: Ctx<'_>, fun: I, env: I| -> Result<(), Error> {
         match c.data_mut().exec()?.effects.new_call.as_mut() {
             Some(call) if call.cleanup.is_none() => {
-                call.cleanup = Some((fun as u32, env as u32));
+                call.cleanup = Some((fun.to_u64(), env.to_u64()));
                 Ok(())
             }
             Some(_) => trap("call_on_cleanup called twice for one call"),
             None => trap("call_on_cleanup called without call_new"),
         }
     });
-    def!(r, "call_data_append", |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
+    def!(r, "call_data_append", |c: Ctx<'_>, src: I, size: I| -> Result<(), Error> {
         // As the replica: first a call under construction, then the size, then the memory.
         match c.data_mut().exec()?.effects.new_call.as_ref() {
-            Some(call) => within_the_local_limit(call, size as u32 as usize)?,
+            Some(call) => within_the_local_limit(call, size.to_u64())?,
             None => return trap("call_data_append called without call_new"),
         }
         let bytes = read(&c, src, size)?;
@@ -78,26 +78,24 @@ pub(super) fn register(r: &mut Registry) {
         }
     });
     def!(r, "call_cycles_add128", |c: Ctx<'_>, high: i64, low: i64| -> Result<(), Error> {
-        let amount = u128_of(high, low);
-        let state = c.data_mut();
-        let liquid = state.liquid_balance_seen();
-        let effects = &mut state.exec()?.effects;
-        let Some(call) = effects.new_call.as_mut() else {
-            return trap("call_cycles_add128 called without call_new");
-        };
-        if amount > liquid {
-            return trap(format!(
-                "call_cycles_add128: {amount} cycles is more than the liquid balance {liquid}"
-            ));
-        }
-        call.cycles += amount;
-        effects.cycles_withdrawn += amount;
-        Ok(())
+        add_cycles(c.data_mut(), u128_of(high, low))
     });
     def!(r, "call_perform", |c: Ctx<'_>| -> Result<i32, Error> { call_perform(c.data_mut()) });
-    def!(r, "cost_call", |c: Ctx<'_>, method_len: i64, payload_len: i64, dst: i32| -> Result<(), Error> {
-        write_u128(&mut c, dst, cycles::call_prepayment(method_len as u64, payload_len as u64))
-    });
+}
+
+/// Attaches `amount` cycles to the call under construction.
+pub(super) fn add_cycles(state: &mut SystemState, amount: u128) -> Result<(), Error> {
+    let liquid = state.liquid_balance_seen();
+    let effects = &mut state.exec()?.effects;
+    let Some(call) = effects.new_call.as_mut() else {
+        return trap("call_cycles_add128 called without call_new");
+    };
+    if amount > liquid {
+        return trap(format!("call_cycles_add128: {amount} cycles is more than the liquid balance {liquid}"));
+    }
+    call.cycles += amount;
+    effects.cycles_withdrawn += amount;
+    Ok(())
 }
 
 /// The longest a bounded-wait call may wait.
@@ -120,9 +118,9 @@ pub const MULTIPLIER_MAX_SIZE_LOCAL_SUBNET: usize = 5;
 /// wherever the callee is. The replica applies the 2 MiB limit for other
 /// subnets only when it routes the request, and so does the simulator:
 /// [`too_large_for_another_subnet`].
-fn within_the_local_limit(call: &NewCall, size: usize) -> Result<(), Error> {
-    let limit = MAX_INTER_CANISTER_PAYLOAD_IN_BYTES * MULTIPLIER_MAX_SIZE_LOCAL_SUBNET;
-    let payload_size = call.method.len() + call.arg.len() + size;
+fn within_the_local_limit(call: &NewCall, size: u64) -> Result<(), Error> {
+    let limit = (MAX_INTER_CANISTER_PAYLOAD_IN_BYTES * MULTIPLIER_MAX_SIZE_LOCAL_SUBNET) as u64;
+    let payload_size = (call.method.len() + call.arg.len()) as u64 + size;
     if payload_size <= limit {
         return Ok(());
     }

@@ -3,7 +3,7 @@
 
 use wasmi::Error;
 
-use super::linker::{Contexts, Registry, def, wrong_mode};
+use super::linker::{Contexts, Registry, Word, def, wrong_mode};
 use super::memory::{copy_out, read};
 use super::{Ctx, EntryKind, trap};
 
@@ -24,10 +24,10 @@ const MAY_CERTIFY: Contexts = Contexts::only(&[
 /// Where a certificate can be read: a non-replicated query (NRQ).
 const MAY_READ_CERTIFICATE: Contexts = Contexts::only(&[EntryKind::Query]);
 
-pub(super) fn register(r: &mut Registry) {
-    def!(r, "certified_data_set" in MAY_CERTIFY, |c: Ctx<'_>, src: i32, size: i32| -> Result<(), Error> {
-        let len = size as u32 as usize;
-        if len > CERTIFIED_DATA_MAX_LENGTH {
+pub(super) fn register<I: Word>(r: &mut Registry) {
+    def!(r, "certified_data_set" in MAY_CERTIFY, |c: Ctx<'_>, src: I, size: I| -> Result<(), Error> {
+        let len = size.to_u64();
+        if len > CERTIFIED_DATA_MAX_LENGTH as u64 {
             return trap(format!(
                 "Canister violated contract: ic0_certified_data_set failed because the passed data must be no larger than {CERTIFIED_DATA_MAX_LENGTH} bytes. Found {len} bytes."
             ));
@@ -39,13 +39,13 @@ pub(super) fn register(r: &mut Registry) {
     def!(r, "data_certificate_present", |c: Ctx<'_>| -> Result<i32, Error> {
         Ok(i32::from(c.data_mut().exec()?.context.data_certificate.is_some()))
     });
-    def!(r, "data_certificate_size" in MAY_READ_CERTIFICATE, |c: Ctx<'_>| -> Result<i32, Error> {
-        Ok(certificate(&mut c, "data_certificate_size")?.len() as i32)
+    def!(r, "data_certificate_size" in MAY_READ_CERTIFICATE, |c: Ctx<'_>| -> Result<I, Error> {
+        Ok(I::of_len(certificate(&mut c, "data_certificate_size")?.len()))
     });
     def!(r, "data_certificate_copy" in MAY_READ_CERTIFICATE, |c: Ctx<'_>,
-                                                             dst: i32,
-                                                             off: i32,
-                                                             size: i32|
+                                                             dst: I,
+                                                             off: I,
+                                                             size: I|
      -> Result<(), Error> {
         let certificate = certificate(&mut c, "data_certificate_copy")?;
         copy_out(&mut c, dst, off, size, &certificate)

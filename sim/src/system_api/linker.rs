@@ -1,14 +1,15 @@
 //! The `ic0` import module: host functions registered with their contexts.
 
 use std::collections::BTreeSet;
-use wasmi::{Engine, Error, IntoFunc, Linker, Module, Val};
+use wasmi::{Engine, Error, IntoFunc, Linker, Module, WasmTy};
 
+use super::tape::TapeValue;
 use super::{
-    Ctx, EntryKind, SystemState, calls, canister, certified, debug, msg, outside_a_message, stable, time,
-    trap,
+    Ctx, EntryKind, SystemState, calls, canister, certified, cost, debug, msg, outside_a_message, stable,
+    time, trap,
 };
 use crate::code::CANNOT_GROW;
-use crate::module::{GROW_IMPORT, WasmError};
+use crate::module::{GROW_IMPORT, MEMORY_EXPORT, WasmError};
 
 /// Which entry kinds may call a host function.
 #[derive(Clone, Copy, Debug)]
@@ -57,23 +58,41 @@ impl Contexts {
 /// The replica's trap for a system call made where it may not be
 /// (`SystemApiImpl::error_for`).
 pub fn wrong_mode<T>(name: &str, kind: EntryKind) -> Result<T, Error> {
-    trap(format!("Canister violated contract: \"ic0_{name}\" cannot be executed in {} mode", kind.mode()))
+    let separator = if NAMED_WITH_A_DOT.contains(&name) { "." } else { "_" };
+    trap(format!(
+        "Canister violated contract: \"ic0{separator}{name}\" cannot be executed in {} mode",
+        kind.mode()
+    ))
 }
 
-/// What `canister_start` may call of what the simulator implements (the
-/// replica's `ApiType::Start`).
-const ALLOWED_IN_START: [&str; 10] = [
+/// What `canister_start` may call (the replica's `ApiType::Start`): the
+/// functions that check no context.
+const ALLOWED_IN_START: [&str; 20] = [
     "debug_print",
     "trap",
     "performance_counter",
     "is_controller",
     "in_replicated_execution",
     "cost_call",
+    "cost_create_canister",
+    "cost_http_request",
+    "cost_http_request_v2",
+    "cost_sign_with_ecdsa",
+    "cost_sign_with_schnorr",
+    "cost_vetkd_derive_key",
     "stable64_size",
     "stable64_grow",
     "stable64_read",
     "stable64_write",
+    "stable_size",
+    "stable_grow",
+    "stable_read",
+    "stable_write",
 ];
+
+/// The functions whose wrong-mode trap the replica spells `ic0.<name>`,
+/// not `ic0_<name>`.
+const NAMED_WITH_A_DOT: [&str; 2] = ["root_key_copy", "subnet_self_copy"];
 
 /// Traps if the running message is `canister_start` and may not call `name`,
 /// with the replica's message.
@@ -118,6 +137,39 @@ impl Count for i64 {
     }
 }
 
+/// The interface specification's `I`, the type of a pointer or size in
+/// canister memory: `i32` in a module with 32-bit memory, `i64` in one
+/// with 64-bit memory (wasm64). Host functions generic over it are linked
+/// with the width the module's memory has.
+pub trait Word: Count + TapeValue + WasmTy + Copy + Send + Sync + 'static {
+    /// The value as an unsigned address or size.
+    fn to_u64(self) -> u64;
+    /// A length or count the simulator hands out, which fits either width.
+    fn of_len(len: usize) -> Self;
+    /// What `memory.grow` returns when it does not grow.
+    const MINUS_ONE: Self;
+}
+
+impl Word for i32 {
+    fn to_u64(self) -> u64 {
+        self as u32 as u64
+    }
+    fn of_len(len: usize) -> Self {
+        len as i32
+    }
+    const MINUS_ONE: Self = -1;
+}
+
+impl Word for i64 {
+    fn to_u64(self) -> u64 {
+        self as u64
+    }
+    fn of_len(len: usize) -> Self {
+        len as i64
+    }
+    const MINUS_ONE: Self = -1;
+}
+
 /// `def!(r, "name" [in contexts], |c: Ctx<'_>, params..| -> T { body })`
 /// defines `ic0.name` in `r`: it charges the replica's cost of the call
 /// (from [`crate::metering::costs::SYSTEM_API`]), traps outside `contexts`
@@ -146,58 +198,74 @@ macro_rules! def {
 }
 pub(super) use def;
 
-/// A linker for `module`: the `ic0` functions this model provides, and for
-/// any other function it imports from `ic0` one that traps with
-/// `ic0.<name> is not supported by the simulator`, so that it still loads.
+/// Whether the module (as rewritten, see [`crate::module`]) has 64-bit memory.
+pub fn has_memory64(module: &Module) -> bool {
+    module.exports().any(|export| {
+        export.name() == MEMORY_EXPORT && matches!(export.ty(), wasmi::ExternType::Memory(m) if m.is_64())
+    })
+}
+
+/// Every `ic0` function (see [`super::ic0::IC0`]) with the widths of
+/// `module`'s memory, and the `memory.grow` its instrumentation calls.
+/// Validation has refused any other import.
 pub fn linker(engine: &Engine, module: &Module) -> Result<Linker<SystemState>, WasmError> {
     let mut r = Registry { linker: Linker::new(engine), supported: BTreeSet::new() };
-    msg::register(&mut r);
-    canister::register(&mut r);
-    certified::register(&mut r);
-    calls::register(&mut r);
-    stable::register(&mut r);
-    time::register(&mut r);
-    debug::register(&mut r);
+    let memory64 = has_memory64(module);
+    if memory64 {
+        register::<i64>(&mut r);
+    } else {
+        register::<i32>(&mut r);
+        canister::register_wasm32_only(&mut r);
+        stable::register_wasm32_only(&mut r);
+    }
     let Registry { mut linker, supported } = r;
     for import in module.imports() {
         if (import.module(), import.name()) == GROW_IMPORT {
-            linker
-                .func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, memory_grow)
-                .map_err(|e| WasmError::Link(e.to_string()))?;
+            let defined = if memory64 {
+                linker.func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, memory_grow::<i64>)
+            } else {
+                linker.func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, memory_grow::<i32>)
+            };
+            defined.map_err(|e| WasmError::Link(e.to_string()))?;
             continue;
         }
         let (module, name) = (import.module().to_string(), import.name().to_string());
         if module != "ic0" {
             return Err(WasmError::ForeignImport { module, name });
         }
-        let wasmi::ExternType::Func(ty) = import.ty() else {
-            return Err(WasmError::NotAFunction { module, name });
-        };
-        if supported.contains(name.as_str()) {
-            continue;
+        if !supported.contains(name.as_str()) {
+            return Err(WasmError::Link(format!("ic0.{name} is not linked for this module's memory")));
         }
-        linker
-            .func_new("ic0", import.name(), ty.clone(), move |_c, _params: &[Val], _results: &mut [Val]| {
-                trap(format!("ic0.{name} is not supported by the simulator"))
-            })
-            .map_err(|e| WasmError::Link(e.to_string()))?;
     }
     Ok(linker)
 }
 
+fn register<I: Word>(r: &mut Registry) {
+    msg::register::<I>(r);
+    canister::register::<I>(r);
+    certified::register::<I>(r);
+    calls::register::<I>(r);
+    cost::register::<I>(r);
+    stable::register(r);
+    time::register(r);
+    debug::register::<I>(r);
+}
+
 /// `memory.grow` in an instrumented module (see [`GROW_IMPORT`]): -1 past
-/// the memory's maximum, as the instruction; past the host-memory budget a
-/// trap, as growth past a full subnet's memory (see `crate::host_memory`).
-fn memory_grow(mut c: Ctx<'_>, delta: i32) -> Result<i32, Error> {
+/// the memory's maximum, as the instruction (a wasm64 memory's is capped
+/// at 6 GiB, see [`crate::module::MAX_WASM64_MEMORY_BYTES`]); past the
+/// host-memory budget a trap, as growth past a full subnet's memory (see
+/// `crate::host_memory`).
+fn memory_grow<I: Word>(mut c: Ctx<'_>, delta: I) -> Result<I, Error> {
     let Some(memory) = c.data().memory else {
         return outside_a_message();
     };
     c.data_mut().limiter.take_refusal();
-    match memory.grow(&mut c, u64::from(delta as u32)) {
-        Ok(old) => Ok(old as i32),
+    match memory.grow(&mut c, delta.to_u64()) {
+        Ok(old) => Ok(I::of_len(old as usize)),
         Err(_) => match c.data_mut().limiter.take_refusal() {
             Some(why) => trap(format!("{CANNOT_GROW} {why}")),
-            None => Ok(-1),
+            None => Ok(I::MINUS_ONE),
         },
     }
 }
@@ -226,6 +294,41 @@ mod tests {
 
     fn trap_message(result: Result<(), Error>) -> String {
         result.unwrap_err().downcast_ref::<CanisterTrap>().expect("a trap").0.clone()
+    }
+
+    /// A module that imports every function of the system API its memory
+    /// allows, with the spec's signatures: validation accepts it, and every
+    /// import is linked (none traps as missing).
+    #[test]
+    fn every_function_of_the_system_api_is_linked_for_wasm32_and_wasm64() {
+        use crate::system_api::ic0::IC0;
+        let types = |tys: Vec<wasmparser::ValType>| {
+            tys.iter()
+                .map(|t| if *t == wasmparser::ValType::I64 { " i64" } else { " i32" })
+                .collect::<String>()
+        };
+        for memory64 in [false, true] {
+            let mut wat = String::from("(module\n");
+            let linked: Vec<_> = IC0.iter().filter(|f| !(f.wasm32_only && memory64)).collect();
+            for f in &linked {
+                let (params, results) = f.signature(memory64);
+                wat += &format!(
+                    "(import \"ic0\" \"{}\" (func (param{}) (result{})))\n",
+                    f.name,
+                    types(params),
+                    types(results)
+                );
+            }
+            wat += if memory64 { "(memory i64 1))" } else { "(memory 1))" };
+            let wasm = wat::parse_str(&wat).unwrap();
+            let module = crate::code::compile(&wasm, crate::code::Metering::Replica).unwrap();
+            let budget = crate::host_memory::HostMemory::new(1 << 30);
+            let limits = ApiLimits { queue_capacity: 1, max_instructions_per_message: 0 };
+            let state = SystemState::new(Principal::anonymous(), vec![], 0, limits, &budget);
+            let mut store = crate::system_api::new_store(&crate::code::engine(), state);
+            crate::code::Code::instantiate(&mut store, module).expect("every import is linked");
+            assert_eq!(linked.len(), if memory64 { 69 } else { 78 }, "memory64 {memory64}");
+        }
     }
 
     #[test]

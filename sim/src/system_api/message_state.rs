@@ -10,9 +10,9 @@ use crate::message::{Payload, RejectCode};
 pub struct NewCall {
     pub callee: Principal,
     pub method: String,
-    pub reply: (u32, u32),
-    pub reject: (u32, u32),
-    pub cleanup: Option<(u32, u32)>,
+    pub reply: (u64, u64),
+    pub reject: (u64, u64),
+    pub cleanup: Option<(u64, u64)>,
     pub arg: Vec<u8>,
     pub cycles: u128,
     pub timeout_seconds: Option<u32>,
@@ -149,6 +149,8 @@ pub struct Effects {
     pub cycles_withdrawn: u128,
     /// Attached cycles moved to the balance.
     pub cycles_accepted: u128,
+    /// Cycles the cycles minting canister minted.
+    pub cycles_minted: u128,
     /// `call_perform`s that returned non-zero.
     pub calls_refused: u64,
     /// `canister_inspect_message` accepted the message.
@@ -171,7 +173,9 @@ pub struct Execution {
 impl Execution {
     /// The balance the message sees, given the committed one.
     pub fn balance(&self, committed: u128) -> u128 {
-        (committed - self.context.prepayment).saturating_add(self.effects.cycles_accepted)
+        (committed - self.context.prepayment)
+            .saturating_add(self.effects.cycles_accepted)
+            .saturating_add(self.effects.cycles_minted)
             - self.effects.cycles_withdrawn
     }
 

@@ -8,8 +8,9 @@
 mod calls;
 mod canister;
 mod certified;
+mod cost;
 mod debug;
-mod ic0;
+pub(crate) mod ic0;
 mod linker;
 mod memory;
 mod message_state;
@@ -27,9 +28,10 @@ use crate::host_memory::{Held, HostMemory, STABLE_MEMORY_COPIES, StoreLimiter};
 use crate::stable::{OutOfBounds, StableMemory};
 
 pub use calls::too_large_for_another_subnet;
+pub use canister::CYCLES_MINTING_CANISTER;
 pub use debug::DebugLog;
-pub use ic0::IC0;
 pub use linker::linker;
+pub use linker::{Word, has_memory64};
 pub use message_state::{Effects, EntryKind, Execution, MessageContext, PerformedCall};
 pub use tape::TapeEvent;
 
@@ -70,9 +72,26 @@ pub struct ApiLimits {
     pub max_instructions_per_message: u64,
 }
 
+/// Where a canister runs, as `ic0.subnet_self_*` and `ic0.root_key_*` show it.
+#[derive(Clone, Debug)]
+pub struct Hosting {
+    pub subnet: Principal,
+    /// Its subnet's nodes.
+    pub subnet_size: u32,
+    /// The network's root key (DER).
+    pub root_key: Vec<u8>,
+}
+
+impl Default for Hosting {
+    fn default() -> Self {
+        Self { subnet: Principal::management_canister(), subnet_size: 13, root_key: vec![] }
+    }
+}
+
 /// The part of a canister's state that its code reaches through `ic0`.
 pub struct SystemState {
     pub id: Principal,
+    pub network: Hosting,
     pub controllers: Vec<Principal>,
     pub env_vars: BTreeMap<String, String>,
     pub balance: u128,
@@ -117,6 +136,7 @@ impl SystemState {
     ) -> Self {
         Self {
             id,
+            network: Hosting::default(),
             controllers,
             env_vars: BTreeMap::new(),
             balance,

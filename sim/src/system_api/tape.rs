@@ -10,7 +10,7 @@ use super::SystemState;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TapeEvent {
     Write {
-        dst: u32,
+        dst: u64,
         bytes: Vec<u8>,
     },
     /// Ends every host call; the value is 0 for functions without a result.
@@ -23,25 +23,42 @@ pub(super) trait HostResult {
     fn recorded(self, state: &mut SystemState) -> Result<Self::Value, Error>;
 }
 
-macro_rules! host_result {
-    ($($t:ty => |$v:ident| $as_i64:expr),*) => {$(
-        impl HostResult for $t {
-            type Value = $t;
-            fn recorded(self, state: &mut SystemState) -> Result<$t, Error> {
-                if let Some(tape) = state.tape.as_mut() {
-                    let $v = self;
-                    tape.push(TapeEvent::Return($as_i64));
-                }
-                Ok(self)
-            }
-        }
-        impl HostResult for Result<$t, Error> {
-            type Value = $t;
-            fn recorded(self, state: &mut SystemState) -> Result<$t, Error> {
-                self?.recorded(state)
-            }
-        }
-    )*};
+/// What a host function may return, as the tape keeps it.
+pub trait TapeValue: Copy {
+    fn as_i64(self) -> i64;
 }
 
-host_result!(() => |_v| 0, i32 => |v| i64::from(v), i64 => |v| v);
+impl TapeValue for () {
+    fn as_i64(self) -> i64 {
+        0
+    }
+}
+
+impl TapeValue for i32 {
+    fn as_i64(self) -> i64 {
+        i64::from(self)
+    }
+}
+
+impl TapeValue for i64 {
+    fn as_i64(self) -> i64 {
+        self
+    }
+}
+
+impl<T: TapeValue> HostResult for T {
+    type Value = T;
+    fn recorded(self, state: &mut SystemState) -> Result<T, Error> {
+        if let Some(tape) = state.tape.as_mut() {
+            tape.push(TapeEvent::Return(self.as_i64()));
+        }
+        Ok(self)
+    }
+}
+
+impl<T: TapeValue> HostResult for Result<T, Error> {
+    type Value = T;
+    fn recorded(self, state: &mut SystemState) -> Result<T, Error> {
+        self?.recorded(state)
+    }
+}
