@@ -162,6 +162,17 @@ fn the_upstream_flow_on_two_subnets_deploys_calls_upgrades_and_guards() {
 
     let status = project.ok(&["canister", "status", "-e", "sim", "caller"]);
     assert!(status.contains("Status: Running") && status.contains("Module hash: 0x"), "{status}");
+    // The settings icp-cli set and changes, as canister_status reports them.
+    project.ok(&["canister", "settings", "update", "-e", "sim", "caller", "--freezing-threshold", "86400"]);
+    let status = project.ok(&["canister", "status", "-e", "sim", "caller"]);
+    for shown in [
+        "Freezing threshold: 86_400",
+        "Wasm memory limit: 3_221_225_472",
+        "Name: PUBLIC_CANISTER_ID:callee, Value: ",
+    ] {
+        assert!(status.contains(shown), "{shown:?} in {status}");
+    }
+    assert!(!status.contains("Memory size: 0\n"), "the heap, stable memory and module count: {status}");
     let big_hash = format!("Module hash: 0x{}", hex_sha256(&std::fs::read(&big).unwrap()));
     let big_status = project.ok(&["canister", "status", "-e", "sim", "big"]);
     assert!(big_status.contains(&big_hash), "the 3 MiB module installed in chunks: {big_status}");

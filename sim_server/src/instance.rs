@@ -26,6 +26,10 @@ pub struct CanisterInfo {
     pub metadata: Vec<Metadata>,
     /// The chunk store, by each chunk's sha256.
     pub chunks: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// The settings the simulator does not keep (see [`crate::settings`]).
+    pub settings: ic_management_canister_types::DefiniteCanisterSettings,
+    /// The installed module's size in bytes, as sent (maybe gzipped).
+    pub module_size: u64,
 }
 
 impl CanisterInfo {
@@ -37,6 +41,8 @@ impl CanisterInfo {
             status: CanisterStatusType::Running,
             metadata: vec![],
             chunks: BTreeMap::new(),
+            settings: crate::settings::defaults(),
+            module_size: 0,
         }
     }
 }

@@ -12,6 +12,7 @@ mod instances;
 mod live;
 mod management;
 mod server;
+mod settings;
 mod system_canisters;
 mod topology;
 

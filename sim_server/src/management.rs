@@ -4,7 +4,7 @@
 use candid::{CandidType, Decode, Nat, Principal};
 use ic_management_canister_types::{
     CanisterIdRecord, CanisterInstallMode, CanisterSettings, CanisterStatusResult, CanisterStatusType,
-    ChunkHash, DefiniteCanisterSettings, InstallChunkedCodeArgs, InstallCodeArgs, MemoryMetrics,
+    ChunkHash, EnvironmentVariable, InstallChunkedCodeArgs, InstallCodeArgs, MemoryMetrics,
     ProvisionalCreateCanisterWithCyclesArgs, QueryStats, UpdateSettingsArgs, UploadChunkArgs,
 };
 use pocket_ic::common::rest::RawEffectivePrincipal;
@@ -14,6 +14,8 @@ use std::io::Read;
 
 use crate::errors::{self, ApiError};
 use crate::instance::{CallResult, CanisterInfo, Instance, Metadata};
+use crate::settings;
+use std::collections::BTreeMap;
 
 /// Routes a management call. `Err` is an HTTP error (a bad effective
 /// principal), `Ok(Err)` the reject the call gets.
@@ -150,8 +152,9 @@ pub fn create(
         return Ok(Err(errors::unsupported("provisional_create_canister_with_cycles with a specified_id")));
     }
     let settings = args.settings.unwrap_or_default();
-    if let Some(field) = unsupported_setting(&settings) {
-        return Ok(Err(errors::unsupported(format!("the canister setting {field}"))));
+    let mut kept = settings::defaults();
+    if let Err(why) = settings::apply(&mut kept, &settings) {
+        return Ok(Err(invalid_settings(why)));
     }
     let initial = instance.sim.config().initial_cycles;
     let cycles = args.amount.map_or(Ok(initial), |n| u128::try_from(n.0).map_err(|_| ()));
@@ -167,45 +170,34 @@ pub fn create(
         Err(e) => return Ok(Err(errors::from_sim_error(e))),
     };
     let add = instance.sim.add_cycles(id, cycles - initial).map(|_| ());
-    let env = set_env_vars(instance, id, controllers.first().copied(), &settings);
+    let env = match (env_vars(&settings), controllers.first()) {
+        (Some(vars), Some(&controller)) => instance.sim.update_settings(id, controller, None, Some(vars)),
+        _ => Ok(()),
+    };
     if let Err(e) = add.and(env) {
         return Ok(Err(errors::from_sim_error(e)));
     }
     let subnet = instance.sim.subnets()[subnet];
-    instance.canisters.insert(id, CanisterInfo::new(subnet, controllers));
+    let mut info = CanisterInfo::new(subnet, controllers);
+    info.settings = kept;
+    instance.canisters.insert(id, info);
     instance.changed.insert(id);
     Ok(reply(CanisterIdRecord { canister_id: id }))
 }
 
-/// The first setting the simulator cannot apply: it keeps controllers and
-/// environment variables only.
-fn unsupported_setting(s: &CanisterSettings) -> Option<&'static str> {
-    [
-        ("compute_allocation", s.compute_allocation.is_some()),
-        ("memory_allocation", s.memory_allocation.is_some()),
-        ("freezing_threshold", s.freezing_threshold.is_some()),
-        ("reserved_cycles_limit", s.reserved_cycles_limit.is_some()),
-        ("log_visibility", s.log_visibility.is_some()),
-        ("log_memory_limit", s.log_memory_limit.is_some()),
-        ("snapshot_visibility", s.snapshot_visibility.is_some()),
-        ("wasm_memory_limit", s.wasm_memory_limit.is_some()),
-        ("wasm_memory_threshold", s.wasm_memory_threshold.is_some()),
-    ]
-    .into_iter()
-    .find_map(|(name, set)| set.then_some(name))
+/// The environment variables `settings` gives, if it gives them.
+fn env_vars(settings: &CanisterSettings) -> Option<BTreeMap<String, String>> {
+    let vars = settings.environment_variables.as_ref()?;
+    Some(vars.iter().map(|var| (var.name.clone(), var.value.clone())).collect())
 }
 
-fn set_env_vars(
-    instance: &mut Instance,
-    canister: Principal,
-    controller: Option<Principal>,
-    settings: &CanisterSettings,
-) -> Result<(), sim::SimError> {
-    let (Some(vars), Some(controller)) = (&settings.environment_variables, controller) else { return Ok(()) };
-    for var in vars {
-        instance.sim.set_env_var(canister, controller, &var.name, &var.value)?;
-    }
-    Ok(())
+/// The reject for settings the replica refuses.
+fn invalid_settings(why: String) -> RejectResponse {
+    errors::reject(
+        RejectCode::CanisterError,
+        ErrorCode::InvalidManagementPayload,
+        format!("Invalid settings: {why}"),
+    )
 }
 
 /// `install_code` in any mode; gzipped modules are unpacked as the IC does.
@@ -239,6 +231,7 @@ fn install(
     done.map_err(errors::from_sim_error)?;
     let info = instance.canisters.get_mut(&canister).expect("checked");
     info.module_hash = Some(hash);
+    info.module_size = wasm.len() as u64;
     info.metadata = metadata(&wasm);
     instance.changed.insert(canister);
     reply(())
@@ -363,27 +356,28 @@ fn unpack(module: Vec<u8>) -> std::io::Result<Vec<u8>> {
     Ok(wasm)
 }
 
-/// Controllers are the simulator's from creation on: it has no call that
-/// changes them, so only settings that keep them are applied.
+/// Every setting a controller gives: controllers and environment
+/// variables in the simulator, the rest kept here (see [`settings`]); a
+/// new canister version, as on the IC.
 fn update_settings(
     instance: &mut Instance,
     canister: Principal,
     sender: Principal,
-    settings: CanisterSettings,
+    given: CanisterSettings,
 ) -> CallResult {
-    if let Some(field) = unsupported_setting(&settings) {
-        return Err(errors::unsupported(format!("the canister setting {field}")));
+    let mut kept = instance.canister(canister)?.settings.clone();
+    settings::apply(&mut kept, &given).map_err(invalid_settings)?;
+    let controllers = given.controllers.clone();
+    instance
+        .sim
+        .update_settings(canister, sender, controllers.clone(), env_vars(&given))
+        .map_err(errors::from_sim_error)?;
+    let info = instance.canisters.get_mut(&canister).expect("checked");
+    info.settings = kept;
+    if let Some(controllers) = controllers {
+        info.controllers = controllers;
+        instance.changed.insert(canister);
     }
-    if let Some(new) = &settings.controllers {
-        let mut new = new.clone();
-        let mut old = instance.canister(canister)?.controllers.clone();
-        new.sort();
-        old.sort();
-        if new != old {
-            return Err(errors::unsupported("changing a canister's controllers"));
-        }
-    }
-    set_env_vars(instance, canister, Some(sender), &settings).map_err(errors::from_sim_error)?;
     reply(())
 }
 
@@ -416,26 +410,44 @@ fn lifecycle(instance: &mut Instance, canister: Principal, sender: Principal, me
     reply(())
 }
 
-/// What the server knows; sizes the simulator does not report are 0.
+/// The canister's settings, sizes, cycles and version. What the simulator
+/// does not keep (reserved cycles, query statistics, history, snapshots,
+/// the idle burn) is 0.
 fn status(instance: &Instance, canister: Principal) -> CallResult {
     let info = instance.canister(canister)?;
-    let cycles = instance.sim.cycle_balance(canister).map_err(errors::from_sim_error)?;
+    let sim = &instance.sim;
+    let cycles = sim.cycle_balance(canister).map_err(errors::from_sim_error)?;
+    let known = |result: Result<u64, sim::SimError>| result.map(Nat::from).map_err(errors::from_sim_error);
+    let wasm_memory = known(sim.wasm_memory_size(canister))?;
+    let stable_memory = known(sim.stable_memory_size(canister))?;
+    let chunks: usize = info.chunks.values().map(Vec::len).sum();
+    let chunk_store = Nat::from(chunks);
+    let module = Nat::from(info.module_size);
+    let custom_sections: usize = info.metadata.iter().map(|m| m.name.len() + m.content.len()).sum();
+    let mut settings = info.settings.clone();
+    settings.controllers = info.controllers.clone();
+    settings.environment_variables = sim
+        .env_vars(canister)
+        .map_err(errors::from_sim_error)?
+        .iter()
+        .map(|(name, value)| EnvironmentVariable { name: name.clone(), value: value.clone() })
+        .collect();
     let zero = || Nat::from(0u8);
     reply(CanisterStatusResult {
         status: info.status,
         ready_for_migration: false,
-        version: 0,
-        settings: DefiniteCanisterSettings { controllers: info.controllers.clone(), ..Default::default() },
+        version: sim.canister_version(canister).map_err(errors::from_sim_error)?,
+        settings,
         module_hash: info.module_hash.clone(),
-        memory_size: zero(),
+        memory_size: wasm_memory.clone() + stable_memory.clone() + module.clone() + chunk_store.clone(),
         memory_metrics: MemoryMetrics {
-            wasm_memory_size: zero(),
-            stable_memory_size: zero(),
+            wasm_memory_size: wasm_memory,
+            stable_memory_size: stable_memory,
             global_memory_size: zero(),
-            wasm_binary_size: zero(),
-            custom_sections_size: zero(),
+            wasm_binary_size: module,
+            custom_sections_size: Nat::from(custom_sections),
             canister_history_size: zero(),
-            wasm_chunk_store_size: zero(),
+            wasm_chunk_store_size: chunk_store,
             snapshots_size: zero(),
             log_memory_store_size: zero(),
         },

@@ -164,6 +164,11 @@ impl Canister {
         self.queue.len() + usize::from(timers && self.timer_due(time))
     }
 
+    /// Its wasm memory's size in bytes; 0 without code.
+    pub fn wasm_memory_size(&self) -> u64 {
+        self.code.as_ref().map_or(0, |c| c.code.memory_len(&self.store) as u64)
+    }
+
     fn exports(&self, name: &str) -> bool {
         self.code.as_ref().is_some_and(|c| c.code.module.exports(name))
     }

@@ -285,6 +285,43 @@ impl Sim {
         Ok(())
     }
 
+    /// `update_settings` as far as the simulator keeps settings: its
+    /// controllers and its environment variables (the whole set), each if
+    /// given; a controller's change is a new canister version, as on the IC.
+    pub fn update_settings(
+        &mut self,
+        id: Principal,
+        sender: Principal,
+        controllers: Option<Vec<Principal>>,
+        env_vars: Option<BTreeMap<String, String>>,
+    ) -> Result<(), SimError> {
+        let state = self.controlled(id, sender)?.system_state_mut();
+        if let Some(controllers) = controllers {
+            state.controllers = controllers;
+        }
+        if let Some(env_vars) = env_vars {
+            state.env_vars = env_vars;
+        }
+        state.canister_version += 1;
+        Ok(())
+    }
+
+    /// The canister's environment variables, by name.
+    pub fn env_vars(&self, id: Principal) -> Result<&BTreeMap<String, String>, SimError> {
+        Ok(&self.canister(id)?.system_state().env_vars)
+    }
+
+    /// The canister's version (`ic0.canister_version`): installs, settings
+    /// changes and committed executions so far.
+    pub fn canister_version(&self, id: Principal) -> Result<u64, SimError> {
+        Ok(self.canister(id)?.system_state().canister_version)
+    }
+
+    /// The size in bytes of the canister's wasm memory (its heap).
+    pub fn wasm_memory_size(&self, id: Principal) -> Result<u64, SimError> {
+        Ok(self.canister(id)?.wasm_memory_size())
+    }
+
     /// The cycles a canister must keep: its liquid balance is what lies
     /// above. (The replica derives this from the freezing threshold in
     /// seconds and the canister's idle burn rate; the model takes the result.)
