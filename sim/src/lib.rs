@@ -77,8 +77,8 @@ pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
 pub use message::{MessageId, Reject, RejectCode};
 pub use module::is_memory64;
 pub use sim::{
-    Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Sim,
-    SimBuilder, SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,
+    Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Settings,
+    Sim, SimBuilder, SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,
 };
 pub use stats::{CallsFrom, CanisterStats, RejectCounts};
 pub use system_api::CYCLES_MINTING_CANISTER;

@@ -276,3 +276,40 @@ fn a_wasm64_canister_runs_with_64_bit_pointers_and_callbacks() {
     assert_eq!(u64_of(&grown, 0) as i64, -1, "past 6 GiB memory.grow fails");
     assert_eq!(u64_of(&grown, 8), 1, "a page more is given");
 }
+
+const GROWER: &str = r#"(module
+  (import "ic0" "msg_arg_data_copy" (func $arg_copy (param i32 i32 i32)))
+  (import "ic0" "msg_reply_data_append" (func $reply_append (param i32 i32)))
+  (import "ic0" "msg_reply" (func $reply))
+  (memory 1)
+  ;; Grows by the argument's pages (a u32); replies with the size after.
+  (func $grow
+    (call $arg_copy (i32.const 0) (i32.const 0) (i32.const 4))
+    (drop (memory.grow (i32.load (i32.const 0))))
+    (i32.store (i32.const 0) (memory.size))
+    (call $reply_append (i32.const 0) (i32.const 4))
+    (call $reply))
+  (func (export "canister_update grow") (call $grow))
+  (func (export "canister_query grow_in_a_query") (call $grow)))"#;
+
+#[test]
+fn growth_past_the_wasm_memory_limit_traps_in_updates_not_in_queries() {
+    let mut sim = Sim::builder().with_subnet().build();
+    let canister = install(&mut sim, 0, GROWER);
+    let limit = sim::Settings { wasm_memory_limit: Some(2 << 20), ..sim::Settings::default() };
+    sim.update_settings(canister, controller(), limit).unwrap();
+    let pages = |answer: Vec<u8>| u32::from_le_bytes(answer[..4].try_into().unwrap());
+    assert_eq!(
+        pages(update(&mut sim, canister, "grow", &31u32.to_le_bytes()).unwrap()),
+        32,
+        "2 MiB: at the limit"
+    );
+    let reject = update(&mut sim, canister, "grow", &1u32.to_le_bytes()).unwrap_err();
+    let expected = "Canister exceeded its current Wasm memory limit of 2097152 bytes. The peak Wasm memory usage was 2162688 bytes.";
+    assert!(reject.message.contains(expected), "{reject}");
+    assert_eq!(pages(update(&mut sim, canister, "grow", &0u32.to_le_bytes()).unwrap()), 32, "rolled back");
+    let read = sim.query_call(canister, controller(), "grow_in_a_query", 64u32.to_le_bytes().to_vec());
+    assert_eq!(pages(read.unwrap()), 96, "a query may pass the limit (and keeps nothing)");
+    let stranger = Principal::self_authenticating(b"stranger");
+    assert!(sim.update_settings(canister, stranger, sim::Settings::default()).is_err(), "controllers only");
+}

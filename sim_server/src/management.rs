@@ -164,17 +164,12 @@ pub fn create(
         ))));
     };
     let controllers = settings.controllers.clone().unwrap_or_else(|| vec![sender]);
-    let id = instance.sim.create_canister(subnet, controllers.clone());
+    let id = instance.sim.create_canister_with(subnet, sim_settings(&settings, Some(controllers.clone())));
     let id = match id {
         Ok(id) => id,
         Err(e) => return Ok(Err(errors::from_sim_error(e))),
     };
-    let add = instance.sim.add_cycles(id, cycles - initial).map(|_| ());
-    let env = match (env_vars(&settings), controllers.first()) {
-        (Some(vars), Some(&controller)) => instance.sim.update_settings(id, controller, None, Some(vars)),
-        _ => Ok(()),
-    };
-    if let Err(e) = add.and(env) {
+    if let Err(e) = instance.sim.add_cycles(id, cycles - initial) {
         return Ok(Err(errors::from_sim_error(e)));
     }
     let subnet = instance.sim.subnets()[subnet];
@@ -185,10 +180,15 @@ pub fn create(
     Ok(reply(CanisterIdRecord { canister_id: id }))
 }
 
-/// The environment variables `settings` gives, if it gives them.
-fn env_vars(settings: &CanisterSettings) -> Option<BTreeMap<String, String>> {
-    let vars = settings.environment_variables.as_ref()?;
-    Some(vars.iter().map(|var| (var.name.clone(), var.value.clone())).collect())
+/// What of `settings` the simulator keeps and enforces (checked already).
+fn sim_settings(settings: &CanisterSettings, controllers: Option<Vec<Principal>>) -> sim::Settings {
+    let env_vars = settings
+        .environment_variables
+        .as_ref()
+        .map(|vars| vars.iter().map(|var| (var.name.clone(), var.value.clone())).collect::<BTreeMap<_, _>>());
+    let wasm_memory_limit =
+        settings.wasm_memory_limit.as_ref().map(|n| u64::try_from(&n.0).expect("checked"));
+    sim::Settings { controllers, env_vars, wasm_memory_limit }
 }
 
 /// The reject for settings the replica refuses.
@@ -370,7 +370,7 @@ fn update_settings(
     let controllers = given.controllers.clone();
     instance
         .sim
-        .update_settings(canister, sender, controllers.clone(), env_vars(&given))
+        .update_settings(canister, sender, sim_settings(&given, controllers.clone()))
         .map_err(errors::from_sim_error)?;
     let info = instance.canisters.get_mut(&canister).expect("checked");
     info.settings = kept;

@@ -81,6 +81,33 @@ const fn hex_literal<const N: usize>(hex: &[u8]) -> [u8; N] {
     bytes
 }
 
+/// The settings the simulator keeps and enforces, as `update_settings`
+/// changes them: each that is given replaces the canister's.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Who may install, stop, delete and configure it.
+    pub controllers: Option<Vec<Principal>>,
+    /// The whole set.
+    pub env_vars: Option<BTreeMap<String, String>>,
+    /// Bytes of wasm memory past which installs, updates and timers trap
+    /// (0: none); 3 GiB for a new canister, as on the replica.
+    pub wasm_memory_limit: Option<u64>,
+}
+
+impl Settings {
+    fn apply(self, state: &mut SystemState) {
+        if let Some(controllers) = self.controllers {
+            state.controllers = controllers;
+        }
+        if let Some(env_vars) = self.env_vars {
+            state.env_vars = env_vars;
+        }
+        if let Some(limit) = self.wasm_memory_limit {
+            state.wasm_memory_limit = limit;
+        }
+    }
+}
+
 /// What is still open across the simulated IC ([`Sim::outstanding`]): all
 /// zero once every message has been answered and every callback has run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -154,6 +181,18 @@ impl Sim {
         subnet: usize,
         controllers: Vec<Principal>,
     ) -> Result<Principal, SimError> {
+        self.create_canister_with(subnet, Settings { controllers: Some(controllers), ..Settings::default() })
+    }
+
+    /// Creates an empty canister on subnet `subnet` with `settings` (no
+    /// controllers given: none); its version is 0.
+    pub fn create_canister_with(&mut self, subnet: usize, settings: Settings) -> Result<Principal, SimError> {
+        let id = self.create(subnet, settings.controllers.clone().unwrap_or_default())?;
+        settings.apply(self.canister_mut(id)?.system_state_mut());
+        Ok(id)
+    }
+
+    fn create(&mut self, subnet: usize, controllers: Vec<Principal>) -> Result<Principal, SimError> {
         let Some(s) = self.subnets.get_mut(subnet) else {
             return Err(SimError::NoSuchSubnet { index: subnet, subnets: self.subnets.len() });
         };
@@ -285,23 +324,16 @@ impl Sim {
         Ok(())
     }
 
-    /// `update_settings` as far as the simulator keeps settings: its
-    /// controllers and its environment variables (the whole set), each if
-    /// given; a controller's change is a new canister version, as on the IC.
+    /// `update_settings` as far as the simulator keeps settings (each if
+    /// given); a controller's change is a new canister version, as on the IC.
     pub fn update_settings(
         &mut self,
         id: Principal,
         sender: Principal,
-        controllers: Option<Vec<Principal>>,
-        env_vars: Option<BTreeMap<String, String>>,
+        change: Settings,
     ) -> Result<(), SimError> {
         let state = self.controlled(id, sender)?.system_state_mut();
-        if let Some(controllers) = controllers {
-            state.controllers = controllers;
-        }
-        if let Some(env_vars) = env_vars {
-            state.env_vars = env_vars;
-        }
+        change.apply(state);
         state.canister_version += 1;
         Ok(())
     }

@@ -251,6 +251,13 @@ fn register<I: Word>(r: &mut Registry) {
     debug::register::<I>(r);
 }
 
+/// The replica's trap for growth past the `wasm_memory_limit` setting.
+fn wasm_memory_limit_exceeded(limit: u64, bytes: u64) -> String {
+    format!(
+        "Canister exceeded its current Wasm memory limit of {limit} bytes. The peak Wasm memory usage was {bytes} bytes. If the canister reaches 4GiB, then it may stop functioning and may become unrecoverable. Please reach out to the canister owner to investigate the reason for the increased memory usage. It might be necessary to move data from the Wasm memory to the stable memory. If such high Wasm memory usage is expected and safe, then the developer can increase the Wasm memory limit in the canister settings."
+    )
+}
+
 /// `memory.grow` in an instrumented module (see [`GROW_IMPORT`]): -1 past
 /// the memory's maximum, as the instruction (a wasm64 memory's is capped
 /// at 6 GiB, see [`crate::module::MAX_WASM64_MEMORY_BYTES`]); past the
@@ -262,7 +269,15 @@ fn memory_grow<I: Word>(mut c: Ctx<'_>, delta: I) -> Result<I, Error> {
     };
     c.data_mut().limiter.take_refusal();
     match memory.grow(&mut c, delta.to_u64()) {
-        Ok(old) => Ok(I::of_len(old as usize)),
+        Ok(old) => {
+            let bytes = memory.data_size(&c) as u64;
+            let limit = c.data().wasm_memory_limit;
+            let kind = c.data().exec.as_ref().map(|exec| exec.context.kind);
+            if limit != 0 && bytes > limit && kind.is_some_and(EntryKind::within_wasm_memory_limit) {
+                return trap(wasm_memory_limit_exceeded(limit, bytes));
+            }
+            Ok(I::of_len(old as usize))
+        }
         Err(_) => match c.data_mut().limiter.take_refusal() {
             Some(why) => trap(format!("{CANNOT_GROW} {why}")),
             None => Ok(I::MINUS_ONE),

@@ -64,6 +64,13 @@ impl EntryKind {
 }
 
 impl EntryKind {
+    /// Whether growth past the `wasm_memory_limit` setting traps here: in
+    /// the replica, for installs and updates, not for queries, callbacks,
+    /// timers or `canister_pre_upgrade`.
+    pub fn within_wasm_memory_limit(self) -> bool {
+        matches!(self, EntryKind::Start | EntryKind::Init | EntryKind::PostUpgrade | EntryKind::Update)
+    }
+
     /// Whether a committed execution of this kind is a new canister
     /// version (`should_bump_canister_version` in the replica). Hooks are
     /// not: their install bumps it once.

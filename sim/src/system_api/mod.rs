@@ -72,6 +72,9 @@ pub struct ApiLimits {
     pub max_instructions_per_message: u64,
 }
 
+/// A new canister's `wasm_memory_limit` on the replica (`DEFAULT_WASM_MEMORY_LIMIT`).
+pub const DEFAULT_WASM_MEMORY_LIMIT: u64 = 3 << 30;
+
 /// Where a canister runs, as `ic0.subnet_self_*` and `ic0.root_key_*` show it.
 #[derive(Clone, Debug)]
 pub struct Hosting {
@@ -106,6 +109,9 @@ pub struct SystemState {
     pub canister_version: u64,
     /// What the canister certified (`certified_data_set`), at most 32 bytes.
     pub certified_data: Vec<u8>,
+    /// Wasm memory past which growth traps where the replica enforces its
+    /// `wasm_memory_limit` setting; 0 for none.
+    pub wasm_memory_limit: u64,
     pub limits: ApiLimits,
     pub memory: Option<Memory>,
     /// The instance's instruction counter ([`crate::metering`]), which host
@@ -146,6 +152,7 @@ impl SystemState {
             global_timer: 0,
             canister_version: 0,
             certified_data: vec![],
+            wasm_memory_limit: DEFAULT_WASM_MEMORY_LIMIT,
             limits,
             memory: None,
             counter: None,
