@@ -313,3 +313,16 @@ fn growth_past_the_wasm_memory_limit_traps_in_updates_not_in_queries() {
     let stranger = Principal::self_authenticating(b"stranger");
     assert!(sim.update_settings(canister, stranger, sim::Settings::default()).is_err(), "controllers only");
 }
+
+#[test]
+fn an_update_call_to_a_query_method_runs_it_replicated_and_keeps_nothing() {
+    let (mut sim, canister) = one_canister();
+    for _ in 0..2 {
+        let answer = update(&mut sim, canister, "replicated", b"").unwrap();
+        assert_eq!((u64_of(&answer, 0), u64_of(&answer, 8)), (1, 1), "replicated, and its change discarded");
+    }
+    let answer = sim.query_call(canister, controller(), "replicated", vec![]).unwrap();
+    assert_eq!(u64_of(&answer, 0), 0, "a query is not replicated");
+    let reject = update(&mut sim, canister, "no_such_method", b"").unwrap_err();
+    assert!(reject.message.contains("has no update method 'no_such_method'"), "{reject}");
+}

@@ -208,7 +208,10 @@ impl Canister {
             CanisterStatus::Running if self.code.is_none() => {
                 format!("Canister {} has no wasm module", self.id)
             }
-            CanisterStatus::Running if !self.exports(&format!("canister_update {method}")) => {
+            CanisterStatus::Running
+                if !self.exports(&format!("canister_update {method}"))
+                    && !self.exports(&format!("canister_query {method}")) =>
+            {
                 format!("Canister {} has no update method '{method}'", self.id)
             }
             CanisterStatus::Running => return None,
@@ -239,7 +242,7 @@ impl Canister {
         self.execute_method(id, &r.method, context)
     }
 
-    fn execute_method(&mut self, id: CallContextId, method: &str, context: MessageContext) -> Executed {
+    fn execute_method(&mut self, id: CallContextId, method: &str, mut context: MessageContext) -> Executed {
         if self.traps.as_mut().is_some_and(TrapInjector::fires) {
             // As if it trapped on its first instruction: nothing to roll back.
             self.stats.record(method, 0, true);
@@ -247,8 +250,17 @@ impl Canister {
             let trap = Reject { code: RejectCode::CanisterError, message };
             return Executed { outputs: self.close_if_done(id, Some(trap)), instructions: 0 };
         }
-        let entry = Entry::Export(format!("canister_update {method}"));
-        let (mut outputs, trap, instructions) = self.execute_in_context(id, entry, context, method, false);
+        let update = format!("canister_update {method}");
+        let (entry, keep) = if self.exports(&update) {
+            (Entry::Export(update), true)
+        } else {
+            // A query method, run in replicated mode: it answers, and
+            // nothing else it did is kept.
+            context.kind = EntryKind::ReplicatedQuery;
+            (Entry::Export(format!("canister_query {method}")), false)
+        };
+        let (mut outputs, trap, instructions) =
+            self.execute_in_context(id, entry, context, method, false, keep);
         outputs.extend(self.close_if_done(id, trap));
         Executed { outputs, instructions }
     }
@@ -258,7 +270,7 @@ impl Canister {
         let context = MessageContext::new(EntryKind::GlobalTimer, self.id, String::new(), vec![], time);
         let entry = Entry::Export("canister_global_timer".into());
         let (mut outputs, trap, instructions) =
-            self.execute_in_context(id, entry, context, "canister_global_timer", false);
+            self.execute_in_context(id, entry, context, "canister_global_timer", false, true);
         outputs.extend(self.close_if_done(id, trap));
         Executed { outputs, instructions }
     }
@@ -295,7 +307,7 @@ impl Canister {
         context.may_reply = may_reply;
         context.deadline = deadline_ns(callback.deadline);
         let (mut outputs, trap, mut instructions) =
-            self.execute_in_context(id, Entry::Callback { fun, env }, context, "callback", true);
+            self.execute_in_context(id, Entry::Callback { fun, env }, context, "callback", true, true);
         self.refund_prepayment(&callback, response_bytes, instructions);
         if let (Some(_), Some((fun, env))) = (&trap, callback.cleanup) {
             let context = MessageContext::new(EntryKind::Cleanup, caller, String::new(), vec![], time);
@@ -314,7 +326,8 @@ impl Canister {
     /// Runs one entry point in call context `id` and commits it, unless it
     /// trapped. Returns the outputs, the reject a trap leaves for the call
     /// context, and the instructions used. A callback's execution was
-    /// prepaid with its call (`prepaid`); anything else prepays here.
+    /// prepaid with its call (`prepaid`); anything else prepays here. Without
+    /// `keep`, its memories are left as they were (its answer still goes).
     fn execute_in_context(
         &mut self,
         id: CallContextId,
@@ -322,6 +335,7 @@ impl Canister {
         mut context: MessageContext,
         label: &str,
         prepaid: bool,
+        keep: bool,
     ) -> (Vec<Output>, Option<Reject>, u64) {
         let call_context = &self.call_contexts[&id];
         context.call_context_instructions = call_context.instructions;
@@ -330,7 +344,7 @@ impl Canister {
             context.prepayment = MESSAGE_PREPAYMENT.min(self.store.data().balance);
         }
         let time = context.time;
-        let ran = self.run(entry, context);
+        let ran = self.run_keeping(entry, context, keep);
         self.stats.record(label, ran.instructions, ran.outcome.is_err());
         self.call_contexts.get_mut(&id).expect("open").instructions += ran.instructions;
         let (outputs, trap) = match ran.outcome {

@@ -127,6 +127,7 @@ const REPLICATED: Contexts = Contexts::only(&[
     EntryKind::PostUpgrade,
     EntryKind::PreUpgrade,
     EntryKind::Update,
+    EntryKind::ReplicatedQuery,
     EntryKind::ReplyCallback,
     EntryKind::RejectCallback,
     EntryKind::Cleanup,

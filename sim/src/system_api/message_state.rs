@@ -35,6 +35,9 @@ pub enum EntryKind {
     PreUpgrade,
     PostUpgrade,
     Update,
+    /// A query method called by an update call or another canister: run
+    /// in replicated mode, its state changes discarded.
+    ReplicatedQuery,
     Query,
     InspectMessage,
     ReplyCallback,
@@ -53,6 +56,7 @@ impl EntryKind {
             EntryKind::Init | EntryKind::PostUpgrade => "init",
             EntryKind::PreUpgrade => "pre upgrade",
             EntryKind::Update => "update",
+            EntryKind::ReplicatedQuery => "replicated query",
             EntryKind::Query => "non replicated query",
             EntryKind::InspectMessage => "inspect message",
             EntryKind::ReplyCallback => "reply callback",
@@ -127,7 +131,11 @@ impl MessageContext {
             reject: None,
             may_reply: matches!(
                 kind,
-                EntryKind::Update | EntryKind::Query | EntryKind::ReplyCallback | EntryKind::RejectCallback
+                EntryKind::Update
+                    | EntryKind::ReplicatedQuery
+                    | EntryKind::Query
+                    | EntryKind::ReplyCallback
+                    | EntryKind::RejectCallback
             ),
             cycles_available: 0,
             cycles_refunded: 0,

@@ -12,6 +12,7 @@ const INSPECT: Contexts = Contexts::only(&[EntryKind::InspectMessage]).refusing_
 /// Where the spec allows `msg_caller_info_*`: U RQ NRQ CQ Ry Rt C F.
 const CALLER_INFO: Contexts = Contexts::only(&[
     EntryKind::Update,
+    EntryKind::ReplicatedQuery,
     EntryKind::Query,
     EntryKind::ReplyCallback,
     EntryKind::RejectCallback,
