@@ -35,6 +35,9 @@ pub struct CompiledModule {
     mutable_globals: Vec<u32>,
     has_table: bool,
     exports: BTreeSet<String>,
+    /// Its memory is 64-bit (wasm64): pointers, sizes and callbacks' `env`
+    /// are i64.
+    memory64: bool,
 }
 
 impl CompiledModule {
@@ -51,17 +54,19 @@ impl CompiledModule {
         };
         let module =
             Module::new(engine, &rewritten.wasm[..]).map_err(|e| WasmError::Invalid(e.to_string()))?;
-        let linker = system_api::linker(engine, &module)?;
+        let memory64 = system_api::has_memory64(&module);
+        let linker = system_api::linker(engine, &module, memory64)?;
         if !rewritten.has_memory {
             return Err(WasmError::NoMemory);
         }
         Ok(Self {
-            playback_linker: playback_linker(engine, &module)?,
+            playback_linker: playback_linker(engine, &module, memory64)?,
             module,
             linker,
             mutable_globals: rewritten.mutable_globals,
             has_table: rewritten.has_table,
             exports: rewritten.function_exports.into_iter().collect(),
+            memory64,
         })
     }
 
@@ -220,9 +225,7 @@ impl Code {
             },
             Entry::Callback { fun, env } => match self.callback(&*store, *fun) {
                 // The callback takes its `env` as the spec's `I`.
-                Ok(func) if self.memory.ty(&*store).is_64() => {
-                    func.call(&mut *store, &[Val::I64(*env as i64)], &mut [])
-                }
+                Ok(func) if self.module.memory64 => func.call(&mut *store, &[Val::I64(*env as i64)], &mut []),
                 Ok(func) => func.call(&mut *store, &[Val::I32(*env as i32)], &mut []),
                 Err(trap) => Err(Error::host(trap)),
             },
@@ -464,12 +467,12 @@ impl Replayer {
 
 /// A linker whose every `ic0` function plays the tape: it applies the
 /// recorded memory writes and returns the recorded value.
-fn playback_linker(engine: &Engine, module: &Module) -> Result<Linker<Playback>, WasmError> {
+fn playback_linker(engine: &Engine, module: &Module, memory64: bool) -> Result<Linker<Playback>, WasmError> {
     let mut linker = Linker::new(engine);
     for import in module.imports() {
         if (import.module(), import.name()) == GROW_IMPORT {
             // Not a system call: it grows the memory, as the instruction did.
-            let defined = if system_api::has_memory64(module) {
+            let defined = if memory64 {
                 linker.func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, replay_grow::<i64>)
             } else {
                 linker.func_wrap(GROW_IMPORT.0, GROW_IMPORT.1, replay_grow::<i32>)

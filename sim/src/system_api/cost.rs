@@ -74,7 +74,7 @@ fn chain_key_cost<I: Word>(
     _dst: I,
 ) -> Result<i32, Error> {
     let name = read(c, src, size)?;
-    if String::from_utf8(name.clone()).is_err() {
+    if std::str::from_utf8(&name).is_err() {
         let lossy = String::from_utf8_lossy(&name);
         return trap(format!("Canister violated contract: Failed to decode key name {lossy}"));
     }

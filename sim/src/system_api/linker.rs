@@ -206,11 +206,10 @@ pub fn has_memory64(module: &Module) -> bool {
 }
 
 /// Every `ic0` function (see [`super::ic0::IC0`]) with the widths of
-/// `module`'s memory, and the `memory.grow` its instrumentation calls.
+/// `module`'s memory (64-bit or not: [`has_memory64`]), and the `memory.grow` its instrumentation calls.
 /// Validation has refused any other import.
-pub fn linker(engine: &Engine, module: &Module) -> Result<Linker<SystemState>, WasmError> {
+pub fn linker(engine: &Engine, module: &Module, memory64: bool) -> Result<Linker<SystemState>, WasmError> {
     let mut r = Registry { linker: Linker::new(engine), supported: BTreeSet::new() };
-    let memory64 = has_memory64(module);
     if memory64 {
         register::<i64>(&mut r);
     } else {
