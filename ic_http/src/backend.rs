@@ -1,16 +1,9 @@
 //! What the HTTP interface needs of the engine behind it.
 
 use candid::Principal;
+use ic_model::CertifiedState;
 use ic_transport_types::RejectCode;
-
-/// A subnet and the canister ids it hosts (inclusive ranges).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SubnetRanges {
-    /// The subnet's id.
-    pub id: Principal,
-    /// The canister-id ranges it hosts, ascending.
-    pub ranges: Vec<(Principal, Principal)>,
-}
+use std::sync::Arc;
 
 /// A call the engine refused or a canister rejected, as the IC reports it
 /// to a user.
@@ -24,20 +17,6 @@ pub struct Reject {
     pub error_code: String,
 }
 
-/// What the state tree shows of a canister (`/canister/<id>/...`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CanisterState {
-    /// Its controllers.
-    pub controllers: Vec<Principal>,
-    /// The sha256 of its module, once installed.
-    pub module_hash: Option<Vec<u8>>,
-    /// Its metadata sections: `(name, public, content)`. Only controllers
-    /// may read a private one.
-    pub metadata: Vec<(String, bool, Vec<u8>)>,
-    /// What it certified (`ic0.certified_data_set`), at most 32 bytes.
-    pub certified_data: Vec<u8>,
-}
-
 /// The engine the interface serves: it owns the canisters and runs the
 /// rounds. It is driven from one thread, so it need not be `Send`.
 pub trait Backend {
@@ -45,12 +24,11 @@ pub trait Backend {
     /// `impl_version`, so that no one mistakes it for the replica.
     fn description(&self) -> String;
 
-    /// The subnets, and the canister ids each hosts.
-    fn subnets(&self) -> Vec<SubnetRanges>;
-
-    /// The network's root key (DER), which its certificates verify
-    /// against: the engine gives it to canisters (`ic0.root_key_copy`).
-    fn set_root_key(&mut self, der: Vec<u8>);
+    /// The network's certified state: its subnets and keys, and the
+    /// canisters' entries, which the engine stages as they change. The
+    /// interface adds the ingress messages' statuses and certifies each
+    /// round; it serves its certificates.
+    fn certified_state(&self) -> Arc<CertifiedState>;
 
     /// The engine's time, in ns since the epoch.
     fn time(&self) -> u64;
@@ -84,28 +62,18 @@ pub trait Backend {
     /// deadline, a timer) costs no rounds meanwhile.
     fn has_work(&self) -> bool;
 
-    /// The canisters created, installed, changed or deleted since the last
-    /// call: their entries in the state tree are written anew.
-    fn take_changed_canisters(&mut self) -> Vec<Principal>;
-
-    /// Every canister there is: a network certifies them all when it starts.
-    fn canister_ids(&self) -> Vec<Principal>;
-
-    /// What the state tree shows of `canister`; `None` if there is none.
-    fn canister(&self, canister: Principal) -> Option<CanisterState>;
-
-    /// Executes one round on every subnet.
+    /// Executes one round on every subnet, and stages in the certified
+    /// state the entries of every canister it (or a management call since
+    /// the last round) created, changed or deleted.
     fn tick(&mut self);
 
-    /// Executes a query on the latest state. `data_certificate` is the
-    /// certificate (CBOR) of the canister's certified data as of the last
-    /// certified state, which the query reads with `ic0.data_certificate_copy`.
+    /// Executes a query on the latest state; it reads the last certified
+    /// state's certificate with `ic0.data_certificate_copy`.
     fn query(
         &mut self,
         canister: Principal,
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
-        data_certificate: Vec<u8>,
     ) -> Result<Vec<u8>, Reject>;
 }

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use ic_transport_types::Envelope;
 use serde::Serialize;
 
-use crate::certification::to_cbor;
+use ic_model::to_cbor;
 
 /// An answer other than 200: the status and the replica's text.
 #[derive(Debug)]

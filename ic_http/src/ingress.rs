@@ -11,11 +11,9 @@ use candid::Principal;
 use ic_transport_types::RequestId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::backend::Reject;
-use crate::certification::{Path, Tree, leb128};
+use ic_model::{Edits, Path, leb128};
 
-/// Changes to a tree: a value to write, or `None` to delete the subtree.
-pub(crate) type Edits = Vec<(Path, Option<Vec<u8>>)>;
+use crate::backend::Reject;
 
 /// What the network keeps of one ingress message.
 pub(crate) struct Request {
@@ -161,15 +159,5 @@ fn status_entries(id: &RequestId, result: Option<Result<Vec<u8>, Reject>>) -> Ve
             (at("reject_message"), reject.message.into_bytes()),
             (at("error_code"), reject.error_code.into_bytes()),
         ],
-    }
-}
-
-/// Applies a round's edits to a subnet's tree.
-pub(crate) fn apply(tree: &mut Tree, edits: Edits) {
-    for (path, value) in edits {
-        match value {
-            Some(value) => tree.insert(&path, value),
-            None => tree.delete(&path),
-        }
     }
 }

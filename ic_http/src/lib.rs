@@ -5,8 +5,9 @@
 //! What it answers is what the replica answers, checked by ic-agent's own
 //! verifier: certificates signed with BLS12-381 keys (one per subnet, each
 //! delegated by a root key), query responses signed by a node's Ed25519 key,
-//! and ingress authenticated as the replica authenticates it. The keys come
-//! from a seed, so a root key can be pinned in a tool's configuration.
+//! and ingress authenticated as the replica authenticates it. The state it
+//! certifies is the backend's ([`ic_model::CertifiedState`]), whose keys
+//! come from a seed, so a root key can be pinned in a tool's configuration.
 //!
 //! It is not the replica: the engine behind it is the [`Backend`], and
 //! [`/api/v2/status`](Network::status) says which one it is.
@@ -14,13 +15,10 @@
 mod auth;
 mod backend;
 mod cbor;
-mod certification;
 mod ingress;
-mod keys;
 mod network;
 mod routes;
 
-pub use backend::{Backend, CanisterState, Reject, SubnetRanges};
-pub use keys::Keys;
+pub use backend::{Backend, Reject};
 pub use network::{Network, Options};
 pub use routes::{router, serve_forever, serve_locally};

@@ -1,18 +1,15 @@
 //! The network: a backend on a thread of its own, the subnets' certified
 //! state, and the round that certifies it.
 
-use candid::Principal;
-use std::collections::HashMap;
+use ic_model::{CertifiedState, SubnetState};
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{oneshot, watch};
 
-use crate::backend::{Backend, CanisterState};
-use crate::certification::{self, Subnet};
-use crate::ingress::{self, Requests};
-use crate::keys::Keys;
+use crate::backend::Backend;
+use crate::ingress::Requests;
 
 /// An idle network still runs a round (timers fire) and certifies a new
 /// `/time` this often, so that its certificates stay fresh for the agents
@@ -28,8 +25,6 @@ pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 /// How a network is set up.
 #[derive(Clone)]
 pub struct Options {
-    /// Derives every key (see [`Keys`]): the same seed, the same root key.
-    pub seed: u64,
     /// The clock that validates ingress expiries and that the backend's
     /// time follows. Tests set it off the wall clock.
     pub clock: Clock,
@@ -41,7 +36,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self { seed: 0, clock: Arc::new(wall_clock), round_interval: None }
+        Self { clock: Arc::new(wall_clock), round_interval: None }
     }
 }
 
@@ -54,15 +49,13 @@ type Job = Box<dyn FnOnce(&mut dyn Backend) + Send>;
 
 /// What the backend's thread and the HTTP handlers share.
 pub(crate) struct Certified {
-    pub keys: Keys,
-    pub subnets: Vec<Subnet>,
+    /// The backend's certified state, which handlers serve certificates of.
+    pub state: Arc<CertifiedState>,
     pub description: String,
     pub clock: Clock,
     pub requests: Mutex<Requests>,
     /// Rounds certified so far: a handler waiting for an outcome watches it.
     pub rounds: watch::Sender<u64>,
-    /// Per canister, who may read its private metadata.
-    pub readers: Mutex<HashMap<Principal, Readers>>,
 }
 
 /// A network served over one backend; clones share it. The backend's
@@ -77,7 +70,8 @@ pub struct Network {
 
 impl Network {
     /// Starts the backend that `make` builds on a thread of its own (it
-    /// need not be `Send`), and certifies its subnets' first state.
+    /// need not be `Send`), and certifies its subnets' state at the
+    /// clock's time.
     ///
     /// ```no_run
     /// # fn backend() -> Box<dyn ic_http::Backend> { unimplemented!() }
@@ -99,16 +93,16 @@ impl Network {
             .spawn(move || {
                 let mut backend = make();
                 let time = follow_clock(&mut *backend, &clock);
-                let keys = Keys::from_seed(options.seed);
-                backend.set_root_key(keys.root_key_der());
+                let state = backend.certified_state();
+                for subnet in state.subnets() {
+                    subnet.certify(time, vec![]);
+                }
                 let certified = Arc::new(Certified {
-                    subnets: certification::subnets(&keys, &backend.subnets(), time),
-                    keys,
+                    state,
                     description: backend.description(),
                     clock,
                     requests: Mutex::default(),
                     rounds: watch::Sender::new(0),
-                    readers: Mutex::default(),
                 });
                 if ready.send(certified.clone()).is_err() {
                     return;
@@ -122,12 +116,17 @@ impl Network {
 
     /// The root key (DER), which agents are given to verify certificates.
     pub fn root_key(&self) -> Vec<u8> {
-        self.certified.keys.root_key_der()
+        self.certified.state.root_key_der()
     }
 
     /// The subnet ids, as the backend lists them.
-    pub fn subnet_ids(&self) -> Vec<Principal> {
-        self.certified.subnets.iter().map(|s| s.id).collect()
+    pub fn subnet_ids(&self) -> Vec<candid::Principal> {
+        self.certified.state.subnets().iter().map(|s| s.id).collect()
+    }
+
+    /// The certified state the network serves.
+    pub(crate) fn state(&self) -> &CertifiedState {
+        &self.certified.state
     }
 
     /// Runs `f` on the backend's thread, between rounds. `Err` once a job
@@ -180,56 +179,13 @@ impl Network {
     }
 
     /// The subnet that hosts `canister`, and its index.
-    pub(crate) fn subnet_of(&self, canister: Principal) -> Option<(usize, &Subnet)> {
-        self.certified.subnets.iter().enumerate().find(|(_, s)| s.hosts(canister))
+    pub(crate) fn subnet_of(&self, canister: candid::Principal) -> Option<(usize, &SubnetState)> {
+        self.state().subnet_of(canister)
     }
 
     /// The subnet at `index`.
-    pub(crate) fn subnet_at(&self, index: usize) -> &Subnet {
-        &self.certified.subnets[index]
-    }
-
-    /// The subnet with id `id`.
-    pub(crate) fn subnet(&self, id: Principal) -> Option<&Subnet> {
-        self.certified.subnets.iter().find(|s| s.id == id)
-    }
-}
-
-/// `/canister/<id>/{certified_data,controllers,module_hash,metadata/<name>}`, written anew
-/// (a deleted canister's are deleted).
-fn canister_entries(canister: Principal, state: Option<&CanisterState>) -> ingress::Edits {
-    let at = |labels: &[&[u8]]| {
-        [&[b"canister".as_slice(), canister.as_slice()][..], labels]
-            .concat()
-            .iter()
-            .map(|l| l.to_vec())
-            .collect()
-    };
-    let mut edits = vec![(at(&[]), None)];
-    if let Some(state) = state {
-        edits.push((at(&[b"controllers"]), Some(certification::to_cbor(&state.controllers))));
-        if let Some(hash) = &state.module_hash {
-            edits.push((at(&[b"module_hash"]), Some(hash.clone())));
-        }
-        for (name, _, content) in &state.metadata {
-            edits.push((at(&[b"metadata", name.as_bytes()]), Some(content.clone())));
-        }
-        edits.push((at(&[b"certified_data"]), Some(state.certified_data.clone())));
-    }
-    edits
-}
-
-/// Who may read a canister's private metadata: its controllers.
-pub(crate) struct Readers {
-    pub controllers: Vec<Principal>,
-    pub private: Vec<String>,
-}
-
-impl Readers {
-    fn of(state: CanisterState) -> Self {
-        let private =
-            state.metadata.into_iter().filter(|(_, public, _)| !public).map(|(name, ..)| name).collect();
-        Self { controllers: state.controllers, private }
+    pub(crate) fn subnet_at(&self, index: usize) -> &SubnetState {
+        &self.state().subnets()[index]
     }
 }
 
@@ -254,9 +210,6 @@ fn drive(
         interval.is_none() && (backend.has_work() || certified.requests.lock().expect("not poisoned").fresh())
     };
     let pace = interval.unwrap_or(IDLE_ROUND_EVERY);
-    // The first round certifies every canister there already is (another
-    // network may have taken their changes before this one started).
-    let mut unseen = backend.canister_ids();
     let mut last = Instant::now();
     loop {
         let wait = if busy(backend) { Duration::ZERO } else { pace.saturating_sub(last.elapsed()) };
@@ -274,52 +227,37 @@ fn drive(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        if busy(backend) || last.elapsed() >= pace || !unseen.is_empty() {
+        if busy(backend) || last.elapsed() >= pace {
             last = Instant::now();
-            round(backend, certified, std::mem::take(&mut unseen));
+            round(backend, certified);
         }
     }
 }
 
 /// One round: time follows the clock, every subnet executes and certifies
-/// its new state (the statuses the round decided, the canisters that
-/// changed, and `unseen` ones); only then do handlers see the round's
-/// decisions, so that nothing they read runs ahead of a certificate.
-fn round(backend: &mut dyn Backend, certified: &Certified, unseen: Vec<Principal>) {
+/// its new state (the canisters the backend staged, the statuses the round
+/// decided); only then do handlers see the round's decisions, so that
+/// nothing they read runs ahead of a certificate.
+fn round(backend: &mut dyn Backend, certified: &Certified) {
     let time = follow_clock(backend, &certified.clock);
     backend.tick();
     let running = certified.requests.lock().expect("not poisoned").running();
     let outcomes =
         running.into_iter().filter_map(|ticket| Some((ticket, backend.outcome(ticket)?))).collect();
     let now = (certified.clock)();
-    let mut decided =
-        certified.requests.lock().expect("not poisoned").round(certified.subnets.len(), now, outcomes);
+    let subnets = certified.state.subnets();
+    let mut decided = certified.requests.lock().expect("not poisoned").round(subnets.len(), now, outcomes);
     for &(_, ticket) in &decided.expired {
         backend.forget(ticket);
-    }
-    let mut readers = vec![];
-    for canister in backend.take_changed_canisters().into_iter().chain(unseen) {
-        let Some(subnet) = certified.subnets.iter().position(|s| s.hosts(canister)) else { continue };
-        let state = backend.canister(canister);
-        decided.edits[subnet].extend(canister_entries(canister, state.as_ref()));
-        readers.push((canister, state.map(Readers::of)));
     }
     // A signature costs about 0.65 ms: a subnet whose tree did not change
     // re-signs only to keep its `/time` fresh, as an idle network does.
     let fresh_enough = time.saturating_sub(IDLE_ROUND_EVERY.as_nanos() as u64);
-    for (subnet, edits) in certified.subnets.iter().zip(std::mem::take(&mut decided.edits)) {
-        if !edits.is_empty() || subnet.certified_time() <= fresh_enough {
-            subnet.certify(time, |tree| ingress::apply(tree, edits));
+    for (subnet, edits) in subnets.iter().zip(std::mem::take(&mut decided.edits)) {
+        if !edits.is_empty() || subnet.has_staged() || subnet.certified_time() <= fresh_enough {
+            subnet.certify(time, edits);
         }
     }
     certified.requests.lock().expect("not poisoned").settle(&decided);
-    let mut who_reads = certified.readers.lock().expect("not poisoned");
-    for (canister, readers) in readers {
-        match readers {
-            Some(readers) => who_reads.insert(canister, readers),
-            None => who_reads.remove(&canister),
-        };
-    }
-    drop(who_reads);
     certified.rounds.send_modify(|rounds| *rounds += 1);
 }

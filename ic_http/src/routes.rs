@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use crate::auth::{self, Authenticated};
 use crate::cbor::{self, Cbor, HttpError};
-use crate::certification::Path as TreePath;
 use crate::network::Network;
+use ic_model::Path as TreePath;
 
 /// The replica's `max_request_size_bytes`.
 const MAX_REQUEST_BYTES: usize = 5 * 1024 * 1024;
@@ -84,7 +84,7 @@ async fn status(State(network): State<Network>) -> Response {
         root_key: network.root_key(),
         impl_version: certified.description.clone(),
         replica_health_status: "healthy",
-        certified_height: certified.subnets.iter().map(|s| s.certified_height()).min().unwrap_or(0),
+        certified_height: network.state().subnets().iter().map(|s| s.certified_height()).min().unwrap_or(0),
     })
     .into_response()
 }
@@ -120,9 +120,8 @@ async fn query(
         unreachable!("authenticate keeps the content's kind, a query");
     };
     let (_, subnet) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
-    let data_certificate = subnet.certificate(&[certified_data_path(canister_id)]);
     let result = network
-        .run(move |backend| backend.query(canister_id, sender, &method_name, arg, data_certificate))
+        .run(move |backend| backend.query(canister_id, sender, &method_name, arg))
         .await
         .map_err(HttpError::internal)?;
     let timestamp = subnet.certified_time();
@@ -144,12 +143,6 @@ async fn query(
         QueryResponse::Rejected { reject, .. } => QueryResponse::Rejected { reject, signatures },
     };
     Ok(Cbor(signed).into_response())
-}
-
-/// `/canister/<id>/certified_data`: what a query's data certificate shows
-/// (with `/time`, which every certificate holds).
-fn certified_data_path(canister: Principal) -> Vec<Vec<u8>> {
-    vec![b"canister".to_vec(), canister.as_slice().to_vec(), b"certified_data".to_vec()]
 }
 
 fn not_hosted(canister: Principal) -> HttpError {
@@ -277,9 +270,7 @@ async fn read_canister_state(
     for path in &paths {
         if let [_, _, metadata, name] = path.as_slice()
             && metadata == b"metadata"
-            && let Some(readers) = network.certified.readers.lock().expect("not poisoned").get(&effective)
-            && readers.private.iter().any(|private| private.as_bytes() == name.as_slice())
-            && !readers.controllers.contains(&reader)
+            && !network.state().may_read_metadata(effective, name, reader)
         {
             return Err(HttpError::forbidden(format!(
                 "Custom section {:.100} can only be requested by the controllers of the canister.",
@@ -301,7 +292,7 @@ async fn read_subnet_state(
     let id = principal(&subnet)?;
     let request = authenticated(&network, &headers, &body)?;
     let (paths, _) = paths(request.content, None, version)?;
-    let subnet = network.subnet(id).ok_or_else(|| HttpError {
+    let subnet = network.state().subnet(id).ok_or_else(|| HttpError {
         status: StatusCode::NOT_FOUND,
         message: format!("Subnet {id} is not part of this network."),
     })?;

@@ -9,7 +9,8 @@ use ic_agent::identity::{
     AnonymousIdentity, BasicIdentity, DelegatedIdentity, Prime256v1Identity, Secp256k1Identity,
 };
 use ic_agent::{Agent, AgentError, Identity, RequestId};
-use ic_http::{Backend, Keys, Network, Options, Reject, SubnetRanges};
+use ic_http::{Backend, Network, Options, Reject};
+use ic_model::{CertifiedState, Keys, SubnetRanges};
 use ic_transport_types::{Delegation, Envelope, EnvelopeContent, SignedDelegation};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,12 +27,23 @@ fn subnet(n: u8) -> Principal {
 /// Two subnets of 1000 canisters each. `echo` replies with its argument,
 /// `whoami` with the sender, the update `count` with how many times it has
 /// executed; every other method is missing. An update executes in the
-/// round after it is submitted.
-#[derive(Default)]
+/// round after it is submitted. Its keys derive from `seed`.
 struct Echo {
+    state: Arc<CertifiedState>,
     time: u64,
     count: u64,
     messages: Vec<Message>,
+}
+
+impl Echo {
+    fn new(seed: u64) -> Self {
+        let subnets = [
+            SubnetRanges { id: subnet(1), ranges: vec![(canister(0), canister(999))] },
+            SubnetRanges { id: subnet(2), ranges: vec![(canister(1000), canister(1999))] },
+        ];
+        let state = Arc::new(CertifiedState::new(Keys::from_seed(seed), &subnets, 0));
+        Self { state, time: 0, count: 0, messages: vec![] }
+    }
 }
 
 /// A message submitted: to, from, method, argument, and its outcome once executed.
@@ -50,14 +62,9 @@ impl Backend for Echo {
         "an echo backend for ic_http's tests".into()
     }
 
-    fn subnets(&self) -> Vec<SubnetRanges> {
-        vec![
-            SubnetRanges { id: subnet(1), ranges: vec![(canister(0), canister(999))] },
-            SubnetRanges { id: subnet(2), ranges: vec![(canister(1000), canister(1999))] },
-        ]
+    fn certified_state(&self) -> Arc<CertifiedState> {
+        self.state.clone()
     }
-
-    fn set_root_key(&mut self, _: Vec<u8>) {}
 
     fn time(&self) -> u64 {
         self.time
@@ -73,7 +80,6 @@ impl Backend for Echo {
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
-        _data_certificate: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
         match method {
             "echo" => Ok(arg),
@@ -109,18 +115,6 @@ impl Backend for Echo {
         self.messages.iter().any(|m| m.4.is_none())
     }
 
-    fn take_changed_canisters(&mut self) -> Vec<Principal> {
-        vec![]
-    }
-
-    fn canister_ids(&self) -> Vec<Principal> {
-        vec![]
-    }
-
-    fn canister(&self, _: Principal) -> Option<ic_http::CanisterState> {
-        None
-    }
-
     fn tick(&mut self) {
         for (canister, sender, method, arg, outcome) in self.messages.iter_mut().filter(|m| m.4.is_none()) {
             *outcome = Some(match method.as_str() {
@@ -142,7 +136,12 @@ fn now() -> u64 {
 
 /// Serves a network on 127.0.0.1 and returns its URL.
 async fn serve(options: Options) -> (String, Network) {
-    let network = Network::start(|| Box::<Echo>::default(), options).unwrap();
+    serve_seeded(0, options).await
+}
+
+/// Serves a network whose keys derive from `seed`.
+async fn serve_seeded(seed: u64, options: Options) -> (String, Network) {
+    let network = Network::start(move || Box::new(Echo::new(seed)), options).unwrap();
     (ic_http::serve_locally(network.clone()).await.unwrap(), network)
 }
 
@@ -154,7 +153,7 @@ async fn agent(url: &str, identity: impl Identity + 'static) -> Agent {
 
 #[tokio::test]
 async fn status_serves_the_root_key_its_seed_derives() {
-    let (url, network) = serve(Options { seed: 7, ..Options::default() }).await;
+    let (url, network) = serve_seeded(7, Options::default()).await;
     let agent = agent(&url, AnonymousIdentity).await;
     assert_eq!(agent.read_root_key(), Keys::from_seed(7).root_key_der());
     assert_eq!(network.root_key(), Keys::from_seed(7).root_key_der());

@@ -130,7 +130,7 @@ async fn main() -> anyhow::Result<()> {
         let callee = sim.create_canister(0, vec![Principal::anonymous()]).unwrap();
         sim.install_canister(callee, &callee_wasm, Encode!().unwrap(), Principal::anonymous()).unwrap();
         ids.send(callee).unwrap();
-        sim_server::ic_http_backend(sim).unwrap()
+        sim_server::ic_http_backend(sim, ic_model::Keys::from_seed(0)).unwrap()
     };
     let network = ic_http::Network::start(make, ic_http::Options::default()).map_err(anyhow::Error::msg)?;
     let callee = made.recv()?;

@@ -62,17 +62,17 @@ struct Status {
 impl NetworkArgs {
     /// Serves until the process ends; returns only when another network owns the port file.
     pub fn execute(&self) -> Result<String> {
-        let (subnets, profile) = (self.subnets, self.profile);
+        let (subnets, profile, keys) = (self.subnets, self.profile, ic_model::Keys::from_seed(self.seed));
         let make = move || {
             let builder = (0..subnets).fold(sim::Sim::builder(), |builder, _| builder.with_subnet());
             let builder = match profile {
                 ProfileName::PocketIc => builder,
                 ProfileName::Mainnet => builder.with_xnet_latency_rounds(MAINNET_XNET_LATENCY_ROUNDS),
             };
-            sim_server::ic_http_backend(builder.build()).expect("a new simulator has no canister yet")
+            sim_server::ic_http_backend(builder.build(), keys).expect("a new simulator has no canister yet")
         };
         let round_interval = (self.round_ms > 0).then(|| Duration::from_millis(self.round_ms));
-        let options = ic_http::Options { seed: self.seed, round_interval, ..ic_http::Options::default() };
+        let options = ic_http::Options { round_interval, ..ic_http::Options::default() };
         let network = ic_http::Network::start(make, options).map_err(anyhow::Error::msg)?;
         let root_key = hex::encode(network.root_key());
         let subnets: Vec<Principal> = network.subnet_ids();

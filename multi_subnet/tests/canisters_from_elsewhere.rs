@@ -9,6 +9,7 @@
 use candid::{CandidType, Decode, Encode, Principal};
 use ic_agent::{Agent, Certificate, identity::BasicIdentity};
 use ic_http::Network;
+use ic_model::Keys;
 use serde::Deserialize;
 use sim::Sim;
 
@@ -22,7 +23,10 @@ async fn serve(wasm: Vec<u8>, arg: Vec<u8>) -> (Agent, Principal) {
     use ic_management_canister_types::{
         CanisterIdRecord, CanisterInstallMode, InstallCodeArgs, ProvisionalCreateCanisterWithCyclesArgs,
     };
-    let make = || sim_server::ic_http_backend(Sim::builder().with_subnet().with_subnet().build()).unwrap();
+    let make = || {
+        sim_server::ic_http_backend(Sim::builder().with_subnet().with_subnet().build(), Keys::from_seed(0))
+            .unwrap()
+    };
     let network = Network::start(make, ic_http::Options::default()).unwrap();
     let url = ic_http::serve_locally(network).await.unwrap();
     let agent =

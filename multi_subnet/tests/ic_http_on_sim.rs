@@ -35,7 +35,7 @@ async fn paced_network(
         sim.install_canister(caller, &wasms.caller, Encode!().unwrap(), controller).unwrap();
         sim.install_canister(callee, &wasms.callee, Encode!().unwrap(), controller).unwrap();
         ids.send((caller, callee)).unwrap();
-        sim_server::ic_http_backend(sim).unwrap()
+        sim_server::ic_http_backend(sim, ic_model::Keys::from_seed(0)).unwrap()
     };
     let network = Network::start(make, options).unwrap();
     let (caller, callee) = made.recv().unwrap();
@@ -146,7 +146,10 @@ async fn dfx_creates_installs_and_reads_the_module_hash() {
         CanisterIdRecord, CanisterInstallMode, InstallCodeArgs, ProvisionalCreateCanisterWithCyclesArgs,
     };
     use sha2::Digest;
-    let make = || sim_server::ic_http_backend(Sim::builder().with_subnet().with_subnet().build()).unwrap();
+    let make = || {
+        let sim = Sim::builder().with_subnet().with_subnet().build();
+        sim_server::ic_http_backend(sim, ic_model::Keys::from_seed(0)).unwrap()
+    };
     let network = Network::start(make, ic_http::Options::default()).unwrap();
     let url = ic_http::serve_locally(network).await.unwrap();
     let dfx = agent(&url, 3).await;

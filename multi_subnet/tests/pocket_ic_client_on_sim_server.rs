@@ -108,6 +108,36 @@ fn pocket_ic_client_on_sim_server_as_a_user_writes_tests() {
     assert_eq!(refused.reject_code, RejectCode::CanisterError);
 }
 
+/// A query reads a data certificate, as on PocketIC: the canister's
+/// certified data as of the last round, signed by its subnet with the
+/// root's delegation, the same certificate the IC HTTP interface serves;
+/// ic-agent verifies it against the instance's root key (seed 0's).
+#[test]
+fn pocket_ic_client_on_sim_server_gives_queries_a_data_certificate() {
+    let pic = PocketIcBuilder::new().with_server_url(url()).with_application_subnet().build();
+    let canister = pic.create_canister();
+    let wasm = wat::parse_str(include_str!("../../sim/tests/fixtures/system_api.wat")).unwrap();
+    pic.install_canister(canister, wasm, vec![], None);
+    let data = [42u8; 32];
+    pic.update_call(canister, Principal::anonymous(), "certify", data.to_vec()).expect("certified");
+    // ic-agent refuses a certificate older than five minutes: the instance
+    // starts at a fixed time, so move it to the wall clock's.
+    pic.set_time(std::time::SystemTime::now().into());
+    let bytes = pic.query_call(canister, Principal::anonymous(), "certificate", vec![]).expect("a reply");
+    let certificate: ic_agent::Certificate = serde_cbor::from_slice(&bytes).expect("a CBOR certificate");
+
+    let agent = ic_agent::Agent::builder().with_url("http://127.0.0.1:9").build().unwrap();
+    agent.set_root_key(ic_model::Keys::from_seed(0).root_key_der());
+    agent.verify(&certificate, canister).expect("the certificate verifies against the root key");
+    let path: [&[u8]; 3] = [b"canister", canister.as_slice(), b"certified_data"];
+    assert_eq!(ic_agent::lookup_value(&certificate, path).ok(), Some(&data[..]));
+    let mut forged = certificate.clone();
+    forged.signature[0] ^= 1;
+    assert!(agent.verify(&forged, canister).is_err(), "a tampered signature is refused");
+    let elsewhere = sim::canister_id(sim::IDS_PER_SUBNET);
+    assert!(agent.verify(&certificate, elsewhere).is_err(), "it speaks for its subnet's canisters only");
+}
+
 /// Two instances at once see nothing of each other.
 #[test]
 fn pocket_ic_client_on_sim_server_instances_are_isolated() {

@@ -1,13 +1,15 @@
 //! The simulator as the backend of the IC's HTTP interface (`ic_http`).
 
 use candid::Principal;
-use ic_http::{Backend, CanisterState, Reject, SubnetRanges};
+use ic_http::{Backend, Reject};
+use ic_model::{CertifiedState, Keys};
 use ic_transport_types::RejectCode;
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::RawEffectivePrincipal;
+use std::sync::Arc;
 
 use crate::instance::Instance;
-use crate::{system_canisters, topology};
+use crate::system_canisters;
 
 /// What `/api/v2/status` says answers.
 pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm) behind the IC's HTTP interface; not the replica";
@@ -20,11 +22,12 @@ fn reject(r: RejectResponse) -> Reject {
     Reject { code, message: r.reject_message, error_code: r.error_code.to_string() }
 }
 
-/// The simulator `sim` as the backend of an `ic_http::Network`, with the
-/// stand-ins for the system canisters icp-cli calls. Their ids are the
-/// IC's: the cycles minting canister's lies in the first subnet's range,
-/// so `sim` must not have assigned it to a canister of its own.
-pub fn backend(mut sim: sim::Sim) -> Result<Box<dyn Backend>, String> {
+/// The simulator `sim` as the backend of an `ic_http::Network`, its state
+/// signed with the keys `keys` derive, with the stand-ins for the system
+/// canisters icp-cli calls. Their ids are the IC's: the cycles minting
+/// canister's lies in the first subnet's range, so `sim` must not have
+/// assigned it to a canister of its own.
+pub fn backend(mut sim: sim::Sim, keys: Keys) -> Result<Box<dyn Backend>, String> {
     if sim.cycle_balance(system_canisters::CYCLES_MINTING_CANISTER).is_ok() {
         return Err(format!(
             "the simulator has a canister with the cycles minting canister's id {}: create the network's simulator with no canisters, or fewer than {} on its first subnet",
@@ -33,9 +36,7 @@ pub fn backend(mut sim: sim::Sim) -> Result<Box<dyn Backend>, String> {
         ));
     }
     sim.reserve_canister_ids(0, system_canisters::RESERVED_IDS).map_err(|e| e.to_string())?;
-    let mut instance = Instance::new(sim);
-    instance.system_canisters = true;
-    Ok(Box::new(instance))
+    Ok(Box::new(Instance::with_keys(sim, keys, true)))
 }
 
 impl Backend for Instance {
@@ -43,29 +44,8 @@ impl Backend for Instance {
         DESCRIPTION.into()
     }
 
-    fn subnets(&self) -> Vec<SubnetRanges> {
-        let ranges = |index| {
-            let range = topology::canister_range(index);
-            (Principal::from(range.start), Principal::from(range.end))
-        };
-        let mut subnets: Vec<SubnetRanges> = self
-            .sim
-            .subnets()
-            .into_iter()
-            .enumerate()
-            .map(|(index, id)| SubnetRanges { id, ranges: vec![ranges(index)] })
-            .collect();
-        // The cycles ledger's id lies outside every range the simulator
-        // assigns: the first subnet hosts it, as one of the IC's does.
-        if self.system_canisters {
-            let ledger = system_canisters::CYCLES_LEDGER;
-            subnets[0].ranges.push((ledger, ledger));
-        }
-        subnets
-    }
-
-    fn set_root_key(&mut self, der: Vec<u8>) {
-        self.sim.set_root_key(der);
+    fn certified_state(&self) -> Arc<CertifiedState> {
+        self.certified.clone()
     }
 
     fn time(&self) -> u64 {
@@ -115,29 +95,9 @@ impl Backend for Instance {
         self.sim.busy()
     }
 
-    fn take_changed_canisters(&mut self) -> Vec<Principal> {
-        let certified = self.sim.take_certified_data_changes();
-        let mut changed = std::mem::take(&mut self.changed);
-        changed.extend(certified);
-        changed.into_iter().collect()
-    }
-
-    fn canister_ids(&self) -> Vec<Principal> {
-        self.canisters.keys().copied().collect()
-    }
-
-    fn canister(&self, canister: Principal) -> Option<CanisterState> {
-        let info = self.canisters.get(&canister)?;
-        Some(CanisterState {
-            controllers: info.controllers.clone(),
-            module_hash: info.module_hash.clone(),
-            metadata: info.metadata.iter().map(|m| (m.name.clone(), m.public, m.content.clone())).collect(),
-            certified_data: self.sim.certified_data(canister).map(<[u8]>::to_vec).unwrap_or_default(),
-        })
-    }
-
     fn tick(&mut self) {
         self.sim.tick();
+        self.stage_changes();
     }
 
     fn query(
@@ -146,13 +106,12 @@ impl Backend for Instance {
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
-        data_certificate: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
         let stand_in =
             self.system_canisters.then(|| system_canisters::query(self, canister, method)).flatten();
         let result = match stand_in {
             Some(result) => result,
-            None => self.query_as(canister, sender, method, arg, Some(data_certificate)),
+            None => self.query_as(canister, sender, method, arg),
         };
         result.map_err(reject)
     }

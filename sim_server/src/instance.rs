@@ -1,15 +1,18 @@
 //! One instance: a simulator, what PocketIC reports that the simulator
-//! does not keep (controllers, module hashes), and its ingress messages.
+//! does not keep (controllers, module hashes), its certified state, and
+//! its ingress messages.
 
 use candid::Principal;
 use ic_management_canister_types::CanisterStatusType;
+use ic_model::{CanisterState, CertifiedState, Keys, SubnetRanges};
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{RawEffectivePrincipal, RawMessageId, Topology};
 use sim::Sim;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::errors::{self, ApiError};
-use crate::{management, topology};
+use crate::{management, system_canisters, topology};
 
 /// PocketIC's `await_ingress_message` executes at most this many rounds.
 pub const AWAIT_ROUNDS: u64 = sim::UPDATE_CALL_ROUND_LIMIT;
@@ -74,9 +77,12 @@ pub struct Instance {
     messages: BTreeMap<u64, Message>,
     /// The index the next message gets: indices are never reused.
     next_message: u64,
-    /// Canisters created, installed or deleted since the IC HTTP interface
-    /// last certified them.
+    /// Canisters created, installed or deleted since their entries were
+    /// last staged in the certified state.
     pub changed: BTreeSet<Principal>,
+    /// The subnets' certified state, which queries' data certificates and
+    /// the IC HTTP interface read.
+    pub certified: Arc<CertifiedState>,
     /// Whether the stand-ins for the cycles ledger and the cycles minting
     /// canister answer at their ids (`multi_subnet network`; a PocketIC
     /// instance has none, as PocketIC without its ICP features).
@@ -89,17 +95,69 @@ fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
     Principal::try_from_slice(bytes).map_err(|e| ApiError::bad_request(format!("{what}: {e}")))
 }
 
+/// The subnets of `sim` and the canister ids each hosts. The cycles
+/// ledger's id lies outside every range the simulator assigns: with the
+/// system canisters, the first subnet hosts it, as one of the IC's does.
+fn subnet_ranges(sim: &Sim, system_canisters: bool) -> Vec<SubnetRanges> {
+    let ranges = |index| {
+        let range = topology::canister_range(index);
+        (Principal::from(range.start), Principal::from(range.end))
+    };
+    let mut subnets: Vec<SubnetRanges> = sim
+        .subnets()
+        .into_iter()
+        .enumerate()
+        .map(|(index, id)| SubnetRanges { id, ranges: vec![ranges(index)] })
+        .collect();
+    if system_canisters {
+        let ledger = system_canisters::CYCLES_LEDGER;
+        subnets[0].ranges.push((ledger, ledger));
+    }
+    subnets
+}
+
 impl Instance {
+    /// A PocketIC instance: keys from seed 0, no system canisters.
     pub fn new(sim: Sim) -> Self {
+        Self::with_keys(sim, Keys::from_seed(0), false)
+    }
+
+    /// An instance whose state `keys` sign; with `system_canisters`, the
+    /// stand-ins answer at their ids.
+    pub fn with_keys(mut sim: Sim, keys: Keys, system_canisters: bool) -> Self {
+        let certified = CertifiedState::new(keys, &subnet_ranges(&sim, system_canisters), sim.time());
+        sim.set_root_key(certified.root_key_der());
         Self {
             sim,
             canisters: BTreeMap::new(),
             messages: BTreeMap::new(),
             next_message: 0,
             changed: BTreeSet::new(),
-            system_canisters: false,
+            certified: Arc::new(certified),
+            system_canisters,
             ledger_blocks: 0,
         }
+    }
+
+    /// Stages in the certified state the entries of every canister created,
+    /// changed or deleted, or whose certified data changed, since last time.
+    pub fn stage_changes(&mut self) {
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.extend(self.sim.take_certified_data_changes());
+        for canister in changed {
+            self.certified.write_canister(canister, self.canister_state(canister).as_ref());
+        }
+    }
+
+    /// What the state tree shows of `canister`; `None` if there is none.
+    fn canister_state(&self, canister: Principal) -> Option<CanisterState> {
+        let info = self.canisters.get(&canister)?;
+        Some(CanisterState {
+            controllers: info.controllers.clone(),
+            module_hash: info.module_hash.clone(),
+            metadata: info.metadata.iter().map(|m| (m.name.clone(), m.public, m.content.clone())).collect(),
+            certified_data: self.sim.certified_data(canister).map(<[u8]>::to_vec).unwrap_or_default(),
+        })
     }
 
     pub fn topology(&self) -> Topology {
@@ -243,21 +301,26 @@ impl Instance {
         if canister != Principal::management_canister() {
             check_effective(&call.effective_principal, canister)?;
         }
-        Ok(self.query_as(canister, sender, &call.method, call.payload, None))
+        Ok(self.query_as(canister, sender, &call.method, call.payload))
     }
 
-    /// A query from `sender`, on the latest state.
+    /// A query from `sender`, on the latest state, with the certificate of
+    /// the canister's certified data. PocketIC certifies every round; the
+    /// simulator signs only when a query is about to read the state, which
+    /// gives the same certificate for a fraction of the signatures.
     pub fn query_as(
         &mut self,
         canister: Principal,
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
-        data_certificate: Option<Vec<u8>>,
     ) -> CallResult {
         if canister == Principal::management_canister() {
             return Err(errors::unsupported(format!("query {method} to the management canister")));
         }
+        self.stage_changes();
+        self.certified.certify_staged(self.sim.time());
+        let data_certificate = self.certified.data_certificate(canister);
         self.sim
             .query_call_certified(canister, sender, method, arg, data_certificate)
             .map_err(errors::from_sim_reject)

@@ -161,8 +161,8 @@ impl Store {
         if let Some(network) = self.network(id) {
             return Ok(network);
         }
-        let jobs = self.jobs(id)?;
-        let make = move || -> Box<dyn ic_http::Backend> { Box::new(Remote::new(jobs)) };
+        let remote = Remote::connect(self.jobs(id)?).ok_or_else(|| ApiError::instance_not_found(id))?;
+        let make = move || -> Box<dyn ic_http::Backend> { Box::new(remote) };
         let network =
             ic_http::Network::start(make, ic_http::Options::default()).map_err(ApiError::internal)?;
         // Two requests may have started one each: the first one kept serves.

@@ -4,9 +4,10 @@
 //! (`ic_http`), so that `PocketIc::make_live` hands back a URL an agent uses.
 
 use candid::Principal;
-use ic_http::{Backend, CanisterState, Reject, SubnetRanges};
+use ic_http::{Backend, Reject};
+use ic_model::CertifiedState;
 use std::panic::AssertUnwindSafe;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 use crate::instance::Instance;
 use crate::instances::Job;
@@ -15,11 +16,21 @@ use crate::instances::Job;
 /// as a job between the REST API's, so both can be used at once.
 pub struct Remote {
     jobs: mpsc::Sender<Job>,
+    certified: Arc<CertifiedState>,
 }
 
 impl Remote {
-    pub fn new(jobs: mpsc::Sender<Job>) -> Self {
-        Self { jobs }
+    /// The instance `jobs` reaches; `None` if it is gone.
+    pub fn connect(jobs: mpsc::Sender<Job>) -> Option<Self> {
+        let (answer, answered) = mpsc::channel();
+        let job: Job = Box::new(move |instance, broken| {
+            if broken.is_none() {
+                let _ = answer.send(instance.certified.clone());
+            }
+        });
+        jobs.send(job).ok()?;
+        let certified = answered.recv().ok()?;
+        Some(Self { jobs, certified })
     }
 
     /// `f` on the instance; `gone` if it was deleted or its simulator failed.
@@ -56,12 +67,8 @@ impl Backend for Remote {
         crate::IC_HTTP_DESCRIPTION.into()
     }
 
-    fn subnets(&self) -> Vec<SubnetRanges> {
-        self.run(vec![], |i| Backend::subnets(i))
-    }
-
-    fn set_root_key(&mut self, der: Vec<u8>) {
-        self.run((), move |i| Backend::set_root_key(i, der))
+    fn certified_state(&self) -> Arc<CertifiedState> {
+        self.certified.clone()
     }
 
     fn time(&self) -> u64 {
@@ -96,20 +103,8 @@ impl Backend for Remote {
         self.run(false, |i| Backend::has_work(i))
     }
 
-    fn take_changed_canisters(&mut self) -> Vec<Principal> {
-        self.run(vec![], |i| i.take_changed_canisters())
-    }
-
-    fn canister_ids(&self) -> Vec<Principal> {
-        self.run(vec![], |i| Backend::canister_ids(i))
-    }
-
-    fn canister(&self, canister: Principal) -> Option<CanisterState> {
-        self.run(None, move |i| Backend::canister(i, canister))
-    }
-
     fn tick(&mut self) {
-        self.run((), |i| i.tick())
+        self.run((), Backend::tick)
     }
 
     fn query(
@@ -118,9 +113,8 @@ impl Backend for Remote {
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
-        data_certificate: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
         let method = method.to_string();
-        self.run(Err(gone()), move |i| Backend::query(i, canister, sender, &method, arg, data_certificate))
+        self.run(Err(gone()), move |i| Backend::query(i, canister, sender, &method, arg))
     }
 }

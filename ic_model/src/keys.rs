@@ -17,8 +17,8 @@ const BLS_DER_PREFIX: [u8; 37] = [
 /// root key, so a tool's configuration can pin it.
 ///
 /// ```
-/// let keys = ic_http::Keys::from_seed(7);
-/// assert_eq!(keys.root_key_der(), ic_http::Keys::from_seed(7).root_key_der());
+/// let keys = ic_model::Keys::from_seed(7);
+/// assert_eq!(keys.root_key_der(), ic_model::Keys::from_seed(7).root_key_der());
 /// assert_eq!(keys.root_key_der().len(), 133);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +34,7 @@ impl Keys {
 
     fn secret(&self, what: &str) -> [u8; 32] {
         let mut secret: [u8; 32] = Sha256::new()
+            // The crate that first derived them: a seed keeps its root key.
             .chain_update(b"ic_http/")
             .chain_update(what)
             .chain_update(self.seed.to_be_bytes())

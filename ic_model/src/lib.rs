@@ -1,0 +1,13 @@
+//! What the Internet Computer is beyond executing wasm, in its own terms
+//! and no wire format: each subnet's certified state, signed with keys
+//! derived from one seed and delegated by a root key. Canisters read it
+//! (`ic0.data_certificate_copy`), and every adapter serves the same
+//! certificates from it: the IC's HTTP interface and PocketIC's REST API.
+
+mod certified_state;
+mod keys;
+
+pub use certified_state::{
+    CanisterState, CertifiedState, Edits, Path, SubnetRanges, SubnetState, Tree, leb128, to_cbor,
+};
+pub use keys::Keys;
