@@ -3,8 +3,10 @@
 //! sender's self-authenticating id, its signature and its delegations.
 
 use candid::Principal;
-use ic_transport_types::{Envelope, EnvelopeContent, SignedDelegation};
+use ic_transport_types::{EnvelopeContent, RequestId, SignedDelegation};
 use std::collections::BTreeSet;
+
+use crate::request::Request;
 
 /// The longest an ingress message lives (`MAX_INGRESS_TTL`), and the clock
 /// drift the validator permits on top of it.
@@ -25,12 +27,23 @@ const REQUEST_DOMAIN: &[u8] = b"\x0Aic-request";
 /// reach (`None`: all).
 pub(crate) struct Authenticated {
     pub content: EnvelopeContent,
+    pub id: RequestId,
     pub targets: Option<BTreeSet<Principal>>,
 }
 
 /// Checks what the replica checks of every request before it executes or
 /// reads anything. `Err` is the replica's text for a 400.
-pub(crate) fn authenticate(envelope: Envelope<'_>, now: u64) -> Result<Authenticated, String> {
+pub(crate) fn authenticate(request: Request, now: u64) -> Result<Authenticated, String> {
+    let id = request.id();
+    if let Some(nonce) = request.nonce()
+        && nonce.len() > MAX_NONCE_BYTES
+    {
+        return Err(format!(
+            "Invalid request nonce: the nonce has {} bytes, at most {MAX_NONCE_BYTES} are allowed",
+            nonce.len()
+        ));
+    }
+    let envelope = request.envelope;
     let content = envelope.content.into_owned();
     let sender = *content.sender();
     let reads = !matches!(content, EnvelopeContent::Call { .. });
@@ -39,16 +52,7 @@ pub(crate) fn authenticate(envelope: Envelope<'_>, now: u64) -> Result<Authentic
     if !(reads && sender == Principal::anonymous()) {
         check_expiry(content.ingress_expiry(), now)?;
     }
-    if let EnvelopeContent::Call { nonce: Some(nonce), .. }
-    | EnvelopeContent::Query { nonce: Some(nonce), .. } = &content
-        && nonce.len() > MAX_NONCE_BYTES
-    {
-        return Err(format!(
-            "Invalid request nonce: the nonce has {} bytes, at most {MAX_NONCE_BYTES} are allowed",
-            nonce.len()
-        ));
-    }
-    let signable = [REQUEST_DOMAIN, content.to_request_id().as_slice()].concat();
+    let signable = [REQUEST_DOMAIN, id.as_slice()].concat();
     let targets = match (envelope.sender_pubkey, envelope.sender_sig) {
         (None, None) if envelope.sender_delegation.is_none() => {
             if sender != Principal::anonymous() {
@@ -83,7 +87,7 @@ pub(crate) fn authenticate(envelope: Envelope<'_>, now: u64) -> Result<Authentic
     {
         return Err(format!("Canister '{canister_id}' is not one of the delegation targets."));
     }
-    Ok(Authenticated { content, targets })
+    Ok(Authenticated { content, id, targets })
 }
 
 /// The replica's ingress expiry window: from `now` to 5 min 30 s after.

@@ -4,10 +4,11 @@
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use ic_transport_types::Envelope;
 use serde::Serialize;
 
 use ic_model::to_cbor;
+
+use crate::request::Request;
 
 /// An answer other than 200: the status and the replica's text.
 #[derive(Debug)]
@@ -50,9 +51,9 @@ impl<T: Serialize> IntoResponse for Cbor<T> {
     }
 }
 
-/// The request's envelope, refused as the replica refuses a wrong content
-/// type or undecodable CBOR.
-pub(crate) fn envelope(headers: &HeaderMap, body: &Bytes) -> Result<Envelope<'static>, HttpError> {
+/// The request, refused as the replica refuses a wrong content type or
+/// undecodable CBOR.
+pub(crate) fn request(headers: &HeaderMap, body: &Bytes) -> Result<Request, HttpError> {
     let cbor = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -60,6 +61,6 @@ pub(crate) fn envelope(headers: &HeaderMap, body: &Bytes) -> Result<Envelope<'st
     if !cbor {
         return Err(HttpError::bad_request("Unexpected content-type, expected application/cbor."));
     }
-    serde_cbor::from_slice(body)
+    Request::decode(body)
         .map_err(|e| HttpError::bad_request(format!("Failed to deserialize cbor request: {e}")))
 }

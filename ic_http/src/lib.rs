@@ -17,6 +17,7 @@ mod backend;
 mod cbor;
 mod ingress;
 mod network;
+mod request;
 mod routes;
 
 pub use backend::{Backend, Reject};

@@ -92,8 +92,8 @@ async fn status(State(network): State<Network>) -> Response {
 /// Decodes and authenticates a request, as the replica does before it
 /// looks at what is asked.
 fn authenticated(network: &Network, headers: &HeaderMap, body: &Bytes) -> Result<Authenticated, HttpError> {
-    let envelope = cbor::envelope(headers, body)?;
-    auth::authenticate(envelope, network.now()).map_err(HttpError::bad_request)
+    let request = cbor::request(headers, body)?;
+    auth::authenticate(request, network.now()).map_err(HttpError::bad_request)
 }
 
 async fn query(
@@ -105,8 +105,8 @@ async fn query(
     read_version(&version)?;
     let effective = principal(&effective)?;
     // The replica's order: the request's kind and its canister, then who sent it.
-    let envelope = cbor::envelope(&headers, &body)?;
-    let EnvelopeContent::Query { canister_id, .. } = envelope.content.as_ref() else {
+    let request = cbor::request(&headers, &body)?;
+    let EnvelopeContent::Query { canister_id, .. } = request.content() else {
         return Err(HttpError::bad_request("Malformed request: the endpoint takes a query"));
     };
     if *canister_id != Principal::management_canister() && *canister_id != effective {
@@ -114,8 +114,8 @@ async fn query(
             "Specified CanisterId {canister_id} does not match effective canister id in URL {effective}"
         )));
     }
-    let request = auth::authenticate(envelope, network.now()).map_err(HttpError::bad_request)?;
-    let request_id = request.content.to_request_id();
+    let request = auth::authenticate(request, network.now()).map_err(HttpError::bad_request)?;
+    let request_id = request.id;
     let EnvelopeContent::Query { sender, canister_id, method_name, arg, .. } = request.content else {
         unreachable!("authenticate keeps the content's kind, a query");
     };
@@ -314,8 +314,8 @@ async fn call(
         _ => return Err(HttpError::not_found("Endpoint not found.")),
     };
     let effective = principal(&effective)?;
-    let envelope = cbor::envelope(&headers, &body)?;
-    let EnvelopeContent::Call { canister_id, method_name, arg, .. } = envelope.content.as_ref() else {
+    let request = cbor::request(&headers, &body)?;
+    let EnvelopeContent::Call { canister_id, method_name, arg, .. } = request.content() else {
         return Err(HttpError::bad_request(
             "Could not parse body as call message: the endpoint takes a call",
         ));
@@ -331,12 +331,12 @@ async fn call(
             status: StatusCode::PAYLOAD_TOO_LARGE,
             message: format!(
                 "Request {} is too large. Message byte size {size} is larger than the max allowed {MAX_INGRESS_BYTES}.",
-                envelope.content.to_request_id()
+                request.id()
             ),
         });
     }
-    let request = auth::authenticate(envelope, network.now()).map_err(HttpError::bad_request)?;
-    let id = request.content.to_request_id();
+    let request = auth::authenticate(request, network.now()).map_err(HttpError::bad_request)?;
+    let id = request.id;
     let (subnet, _) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
     let EnvelopeContent::Call { sender, canister_id, method_name, arg, ingress_expiry, .. } = request.content
     else {

@@ -565,3 +565,98 @@ async fn a_request_is_forgotten_after_its_expiry_and_cannot_be_replayed() {
     assert_eq!(replay.status(), 400, "an expired request is refused, not executed again");
     assert!(replay.text().await.unwrap().contains("Invalid request expiry"));
 }
+
+/// A read_state content with a nonce, which ic-transport-types' own
+/// `EnvelopeContent` cannot carry, written from the specification.
+#[derive(serde::Serialize)]
+struct ReadStateWithNonce {
+    request_type: &'static str,
+    ingress_expiry: u64,
+    sender: Principal,
+    paths: Vec<Vec<serde_bytes::ByteBuf>>,
+    #[serde(with = "serde_bytes")]
+    nonce: Vec<u8>,
+}
+
+/// A read_state of `/time` with `nonce`, signed by `key` (anonymous if
+/// none) over its request id, or over the id of the same content without
+/// the nonce.
+fn read_state_with_nonce(
+    key: Option<&ic_ed25519::PrivateKey>,
+    nonce: Vec<u8>,
+    sign_without_nonce: bool,
+) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Signed<'a> {
+        content: &'a ReadStateWithNonce,
+        #[serde(with = "serde_bytes", skip_serializing_if = "Option::is_none")]
+        sender_pubkey: Option<Vec<u8>>,
+        #[serde(with = "serde_bytes", skip_serializing_if = "Option::is_none")]
+        sender_sig: Option<Vec<u8>>,
+    }
+    let der = key.map(|key| key.public_key().serialize_rfc8410_der());
+    let content = ReadStateWithNonce {
+        request_type: "read_state",
+        ingress_expiry: now() + 120_000_000_000,
+        sender: der.as_ref().map_or(Principal::anonymous(), Principal::self_authenticating),
+        paths: vec![vec![serde_bytes::ByteBuf::from(b"time".to_vec())]],
+        nonce,
+    };
+    let id = if sign_without_nonce {
+        EnvelopeContent::ReadState {
+            ingress_expiry: content.ingress_expiry,
+            sender: content.sender,
+            paths: vec![vec!["time".into()]],
+        }
+        .to_request_id()
+    } else {
+        ic_transport_types::to_request_id(&content).unwrap()
+    };
+    let sender_sig = key.map(|key| key.sign_message(&id.signable()).to_vec());
+    let mut body = vec![];
+    let mut serializer = serde_cbor::Serializer::new(&mut body);
+    serializer.self_describe().unwrap();
+    serde::Serialize::serialize(
+        &Signed { content: &content, sender_pubkey: der, sender_sig },
+        &mut serializer,
+    )
+    .unwrap();
+    body
+}
+
+#[tokio::test]
+async fn a_read_state_carries_a_nonce_of_at_most_32_bytes() {
+    let (url, _network) = serve(Options::default()).await;
+    let agent = agent(&url, AnonymousIdentity).await;
+    let http = reqwest::Client::new();
+    let key = ic_ed25519::PrivateKey::generate_from_seed(&[5; 32]);
+    let post = |path: String, body: Vec<u8>| {
+        http.post(format!("{url}{path}")).header("content-type", "application/cbor").body(body).send()
+    };
+    for path in [
+        format!("/api/v2/canister/{}/read_state", canister(1)),
+        format!("/api/v3/canister/{}/read_state", canister(1)),
+        format!("/api/v2/subnet/{}/read_state", subnet(1)),
+        format!("/api/v3/subnet/{}/read_state", subnet(1)),
+    ] {
+        let signed = post(path.clone(), read_state_with_nonce(Some(&key), vec![7; 32], false)).await.unwrap();
+        assert_eq!(signed.status(), 200, "{path}: {}", signed.text().await.unwrap());
+        let response: ic_transport_types::ReadStateResponse =
+            serde_cbor::from_slice(&signed.bytes().await.unwrap()).unwrap();
+        let certificate: ic_agent::Certificate = serde_cbor::from_slice(&response.certificate).unwrap();
+        assert!(ic_agent::lookup_value(&certificate, [b"time".as_slice()]).is_ok(), "{path}");
+
+        // The nonce is part of the request id: a signature over the id
+        // without it does not hold.
+        let forged = post(path.clone(), read_state_with_nonce(Some(&key), vec![7; 32], true)).await.unwrap();
+        assert_eq!(forged.status(), 400, "{path}");
+
+        for key in [Some(&key), None] {
+            let long = post(path.clone(), read_state_with_nonce(key, vec![7; 33], false)).await.unwrap();
+            assert_eq!(long.status(), 400, "{path}");
+            let text = long.text().await.unwrap();
+            assert!(text.contains("the nonce has 33 bytes, at most 32 are allowed"), "{path}: {text}");
+        }
+    }
+    assert!(agent.read_state_raw(vec![vec!["time".into()]], canister(1)).await.is_ok(), "still serving");
+}
