@@ -211,5 +211,5 @@ fn main() {
     }
     let instrumented: Vec<u32> = replica.iter().map(|r| r.instrumented).collect();
     println!();
-    println!("REPLICA_DEPTHS in tests/stack_depth.rs: {instrumented:?}");
+    println!("REPLICA_DEPTHS in tests/system_api.rs: {instrumented:?}");
 }

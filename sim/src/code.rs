@@ -388,10 +388,12 @@ impl ModuleCache {
 /// (`MAX_WASM_STACK_SIZE`, `rs/embedders/src/lib.rs` in dfinity/ic).
 pub const REPLICA_WASM_STACK_BYTES: usize = 5 << 20;
 
-/// The fewest bytes a wasm frame takes on the replica's native stack: a
-/// return address and a frame pointer. So no call chain deeper than the
-/// stack over this fits there, whatever its frames.
-pub const SMALLEST_NATIVE_FRAME_BYTES: usize = 16;
+/// The fewest bytes a wasm frame takes on the replica's native stack, as
+/// the replica compiles it: a return address and a frame pointer, and the
+/// state its instrumentation's entry check keeps across its call (measured
+/// by `examples/stack_depth.rs`: 32 bytes on x86-64). So no call chain
+/// deeper than the stack over this fits there, whatever its frames.
+pub const SMALLEST_NATIVE_FRAME_BYTES: usize = 32;
 
 /// wasmi keeps a frame's locals and temporaries on a value stack of its
 /// own, and its frames on another: each is bounded as the replica's

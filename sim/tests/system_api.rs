@@ -3,6 +3,8 @@
 //! deadlines, the canister version, and the stack.
 
 mod common;
+#[path = "common/stack_shapes.rs"]
+mod stack_shapes;
 
 use candid::Principal;
 use common::*;
@@ -137,6 +139,36 @@ fn recursion_as_deep_as_the_replicas_stack_runs_and_deeper_traps_rolled_back() {
     let depth = 100_000u32;
     let answer = update(&mut sim, canister, "recurse", &depth.to_le_bytes()).unwrap();
     assert_eq!(u64_of(&answer, 0), u64::from(depth));
+}
+
+/// The deepest recursion of each of [`SHAPES`] that completes on the
+/// replica's engine (wasmtime 45 as the replica configures it, 5 MiB of wasm
+/// stack, x86-64), compiling the module as the replica instruments it.
+/// Measured by
+/// `cargo run -p sim --release --features replica-stack --example stack_depth`
+/// (its "replica (instrumented)" column).
+const REPLICA_DEPTHS: [u32; 4] = [163_835, 54_611, 9_636, 18_203];
+
+#[test]
+fn each_shape_runs_as_deep_as_on_the_replica_and_half_as_deep_again_overflows_rolled_back() {
+    let controller = Principal::anonymous();
+    for (shape, depth) in stack_shapes::SHAPES.iter().zip(REPLICA_DEPTHS) {
+        let mut sim = Sim::builder().with_subnet().build();
+        let id = sim.create_canister(0, vec![controller]).unwrap();
+        let wasm = wat::parse_str(stack_shapes::canister(shape, stack_shapes::Metering::None)).unwrap();
+        sim.install_canister(id, &wasm, vec![], controller).unwrap();
+        let mut recurse =
+            |depth: u32| sim.update_call(id, controller, "recurse", depth.to_le_bytes().to_vec());
+
+        recurse(depth).unwrap_or_else(|reject| panic!("{}, {depth} deep: {reject}", shape.name));
+        let reject = recurse(depth + depth / 2).unwrap_err();
+        assert_eq!(reject.code, RejectCode::CanisterError, "{}", shape.name);
+        assert!(reject.message.ends_with("Canister trapped: stack overflow"), "{}: {reject}", shape.name);
+        recurse(depth).unwrap_or_else(|reject| panic!("{}, {depth} deep again: {reject}", shape.name));
+
+        let calls = sim.query_call(id, controller, "calls", vec![]).unwrap();
+        assert_eq!(u64_of(&calls, 0), 2, "{}: the overflowing call is rolled back", shape.name);
+    }
 }
 
 fn u128_of(bytes: &[u8], at: usize) -> u128 {
