@@ -2,6 +2,12 @@ use clap::Parser;
 use multi_subnet::cli::Cli;
 use std::process::ExitCode;
 
+// `serve` and `network` answer a request that panicked with an error and
+// keep serving the others: that takes unwinding, which every native build
+// keeps (the canisters abort, wasm32's own strategy). A build that aborts
+// on a panic does not compile.
+const _: () = assert!(cfg!(panic = "unwind"), "the servers catch panics: build with panic = \"unwind\"");
+
 /// Failures end the program with one line on stderr: no backtrace, no usage dump.
 fn one_line(text: &str) -> String {
     text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
