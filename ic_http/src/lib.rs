@@ -19,7 +19,9 @@ mod ingress;
 mod network;
 mod request;
 mod routes;
+mod serving;
 
 pub use backend::{Backend, Reject};
 pub use network::{Network, Options};
-pub use routes::{router, serve_forever, serve_locally};
+pub use routes::{MAX_REQUEST_BYTES, router};
+pub use serving::{RequestLimits, guarded, serve, serve_forever, serve_locally};

@@ -21,7 +21,7 @@ use crate::network::Network;
 use ic_model::Path as TreePath;
 
 /// The replica's `max_request_size_bytes`.
-const MAX_REQUEST_BYTES: usize = 5 * 1024 * 1024;
+pub const MAX_REQUEST_BYTES: usize = 5 * 1024 * 1024;
 /// The replica's `max_ingress_bytes_per_message` on application subnets.
 const MAX_INGRESS_BYTES: usize = 2 * 1024 * 1024;
 /// How long a synchronous call waits for its outcome to be certified
@@ -418,70 +418,4 @@ async fn certified_within(network: &Network, id: &RequestId, timeout: Duration) 
         true
     };
     tokio::time::timeout(timeout, wait).await.unwrap_or(false)
-}
-
-/// Serves `network` on 127.0.0.1 and a free port, on the current tokio
-/// runtime, until the runtime ends; returns its URL. For tests and tools
-/// that run a network in-process.
-///
-/// ```no_run
-/// # async fn serve(network: ic_http::Network) {
-/// let url = ic_http::serve_locally(network).await.unwrap();
-/// assert!(url.starts_with("http://127.0.0.1:"));
-/// # }
-/// ```
-pub async fn serve_locally(network: Network) -> std::io::Result<String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(async move { axum::serve(listener, router(network)).await });
-    Ok(url)
-}
-
-/// Serves `router` on 127.0.0.1:`port` (0: any free port) until the
-/// process ends. Once connections are accepted, `announce` is told the
-/// address and the port is written to `port_file`, which is created
-/// exclusively: `Ok(false)` at once if it exists (another server owns it).
-///
-/// ```no_run
-/// # fn serve(network: ic_http::Network) -> std::io::Result<bool> {
-/// ic_http::serve_forever(ic_http::router(network), 4943, None, |address| println!("listening on {address}"))
-/// # }
-/// ```
-pub fn serve_forever(
-    router: Router,
-    port: u16,
-    port_file: Option<&std::path::Path>,
-    announce: impl FnOnce(std::net::SocketAddr),
-) -> std::io::Result<bool> {
-    use std::io::Write;
-    let port_file_path = port_file;
-    let port_file = match port_file {
-        Some(path) => match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
-            Ok(file) => Some(file),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(e) => return Err(e),
-        },
-        None => None,
-    };
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
-            Ok(listener) => listener,
-            Err(e) => {
-                // The file says a server owns the port: none does.
-                if let Some(path) = port_file_path {
-                    let _ = std::fs::remove_file(path);
-                }
-                return Err(e);
-            }
-        };
-        let address = listener.local_addr()?;
-        announce(address);
-        if let Some(mut file) = port_file {
-            writeln!(file, "{}", address.port())?;
-            file.flush()?;
-        }
-        axum::serve(listener, router).await
-    })?;
-    Ok(true)
 }

@@ -72,6 +72,51 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = sim::SimConfig::default().max_instructions_per_message,
           value_parser = clap::value_parser!(u64).range(1_000_000..=sim::SimConfig::default().max_instructions_per_message))]
     pub max_instructions_per_message: u64,
+
+    #[command(flatten)]
+    pub requests: RequestLimitArgs,
+}
+
+/// The defaults of [`RequestLimitArgs`].
+const REQUEST_LIMITS: ic_http::RequestLimits = ic_http::RequestLimits::new(0);
+
+/// How much of a server its clients may hold at once, and for how long
+/// (`serve` and `network`).
+#[derive(Debug, Args)]
+pub struct RequestLimitArgs {
+    /// Requests served at once; past it, 503.
+    #[arg(long, value_name = "N", default_value_t = REQUEST_LIMITS.max_requests,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_requests: usize,
+
+    /// MiB of request bodies being read at once; past it, 503.
+    #[arg(long, value_name = "MIB", default_value_t = REQUEST_LIMITS.max_body_bytes_in_flight >> 20,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(64..=65_536))]
+    pub max_body_mib_in_flight: usize,
+
+    /// Seconds a client may take to send a request's headers; past it,
+    /// the connection closes.
+    #[arg(long, value_name = "S", default_value_t = REQUEST_LIMITS.header_timeout.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_secs: u64,
+
+    /// Seconds a client may take to send a request's body; past it, 408.
+    #[arg(long, value_name = "S", default_value_t = REQUEST_LIMITS.body_timeout.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub body_timeout_secs: u64,
+}
+
+impl RequestLimitArgs {
+    /// The limits, for bodies of at most `max_body_bytes`.
+    pub fn limits(&self, max_body_bytes: usize) -> ic_http::RequestLimits {
+        ic_http::RequestLimits {
+            max_requests: self.max_requests,
+            max_body_bytes_in_flight: self.max_body_mib_in_flight << 20,
+            max_body_bytes,
+            header_timeout: std::time::Duration::from_secs(self.header_timeout_secs),
+            body_timeout: std::time::Duration::from_secs(self.body_timeout_secs),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -450,7 +495,12 @@ impl ServeArgs {
             host_memory_budget: self.host_memory_gib << 30,
             max_instructions_per_message: self.max_instructions_per_message,
         };
-        let options = sim_server::Options { port: self.port, port_file: self.port_file.clone(), limits };
+        let options = sim_server::Options {
+            port: self.port,
+            port_file: self.port_file.clone(),
+            limits,
+            requests: self.requests.limits(sim_server::MAX_BODY_BYTES),
+        };
         let served = sim_server::serve_forever(options, |address| {
             use std::io::Write;
             println!("{}; listening on http://{address}/", sim_server::DESCRIPTION);

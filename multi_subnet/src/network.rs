@@ -48,6 +48,9 @@ pub struct NetworkArgs {
     /// tool's configuration can pin.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+
+    #[command(flatten)]
+    pub requests: crate::cli::RequestLimitArgs,
 }
 
 /// What `--status-file` holds.
@@ -79,6 +82,7 @@ impl NetworkArgs {
         let mut written = Ok(());
         let served = ic_http::serve_forever(
             ic_http::router(network),
+            self.requests.limits(ic_http::MAX_REQUEST_BYTES),
             self.port,
             self.port_file.as_deref(),
             |address| {
@@ -105,6 +109,10 @@ impl NetworkArgs {
         )
         .context("the network failed")?;
         written?;
+        // Stopped: the status file no longer describes a network.
+        if served && let Some(path) = &self.status_file {
+            let _ = std::fs::remove_file(path);
+        }
         Ok(match (&self.port_file, served) {
             (Some(path), false) => format!("{} exists: another network owns it\n", path.display()),
             _ => String::new(),

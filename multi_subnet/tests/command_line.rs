@@ -86,6 +86,51 @@ fn network_options_within_their_ranges_and_a_port_file_it_does_not_own() {
 }
 
 #[test]
+fn request_limits_within_their_ranges() {
+    for command in ["serve", "network"] {
+        assert_refused(&[command, "--max-requests", "0"], "1..=1000000");
+        assert_refused(&[command, "--max-body-mib-in-flight", "63"], "64..=65536");
+        assert_refused(&[command, "--header-timeout-secs", "0"], "1..=3600");
+        assert_refused(&[command, "--body-timeout-secs", "3601"], "1..=3600");
+    }
+}
+
+/// SIGINT or SIGTERM: the server stops within 10 s, exits 0 and removes
+/// the files that said it was serving.
+#[test]
+fn servers_stop_on_sigint_and_sigterm_and_remove_their_files() {
+    use wait_timeout::ChildExt;
+    for (command, signal) in [("network", "INT"), ("network", "TERM"), ("serve", "INT"), ("serve", "TERM")] {
+        let dir = tempfile::tempdir().unwrap();
+        let port_file = dir.path().join("port");
+        let status_file = dir.path().join("status.json");
+        let mut args = vec![command, "--port-file", port_file.to_str().unwrap()];
+        if command == "network" {
+            args.extend(["--status-file", status_file.to_str().unwrap()]);
+        }
+        let mut server = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while std::fs::read_to_string(&port_file).map_or(true, |port| !port.ends_with('\n')) {
+            assert!(started.elapsed() < Duration::from_secs(60), "{command} never wrote its port file");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let killed = Command::new("kill").args([&format!("-{signal}"), &server.id().to_string()]).status();
+        assert!(killed.unwrap().success());
+        let status = server.wait_timeout(Duration::from_secs(10)).unwrap();
+        let status = status.unwrap_or_else(|| {
+            let _ = server.kill();
+            panic!("{command} still runs 10 s after SIG{signal}")
+        });
+        assert!(status.success(), "{command} after SIG{signal}: {status}");
+        assert!(!port_file.exists() && !status_file.exists(), "{command} leaves no port or status file");
+    }
+}
+
+#[test]
 fn the_mainnet_profile_needs_the_simulator_and_its_options_need_the_profile() {
     let url = ["--engine", "pocket-ic", "--pocket-ic-url", "http://127.0.0.1:9/"];
     assert_refused(&[&url[..], &["--profile", "mainnet"]].concat(), "--profile mainnet needs the simulator");

@@ -18,7 +18,7 @@ mod topology;
 
 pub use ic_http_backend::{DESCRIPTION as IC_HTTP_DESCRIPTION, backend as ic_http_backend};
 pub use instances::Limits;
-pub use server::{Options, Running, serve, serve_forever};
+pub use server::{MAX_BODY_BYTES, Options, Running, serve, serve_forever};
 
 /// What the server is, in one line: it says so when it starts and in every
 /// "not supported" answer.

@@ -28,7 +28,7 @@ use crate::instances::{Limits, Store};
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
 /// (above 2 MB the client uploads chunks through the management canister).
-const BODY_LIMIT: usize = 64 << 20;
+pub const MAX_BODY_BYTES: usize = 64 << 20;
 
 struct Server {
     instances: Store,
@@ -81,7 +81,7 @@ fn router(limits: Limits) -> Router {
         .fold(Router::new(), |router, (path, route)| both(router, path, route.fallback(unsupported)))
         .route("/instances/{id}/api/{*rest}", axum::routing::any(instance_api))
         .fallback(unsupported)
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(Arc::new(Server {
             instances: Store::new(limits),
             blobs: BlobStore::default(),
@@ -386,7 +386,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: Limits,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(limits)).with_graceful_shutdown(shutdown).await
+    ic_http::serve(listener, router(limits), ic_http::RequestLimits::new(MAX_BODY_BYTES), shutdown).await
 }
 
 /// What `multi_subnet serve` was asked for.
@@ -394,12 +394,15 @@ pub struct Options {
     pub port: u16,
     pub port_file: Option<PathBuf>,
     pub limits: Limits,
+    /// What clients may hold of the server.
+    pub requests: ic_http::RequestLimits,
 }
 
-/// Serves on 127.0.0.1 until the process ends. `Ok(false)` when the port
+/// Serves on 127.0.0.1 until SIGINT or SIGTERM. `Ok(false)` when the port
 /// file exists: another server owns it, as with PocketIC.
 pub fn serve_forever(options: Options, announce: impl FnOnce(SocketAddr)) -> std::io::Result<bool> {
-    ic_http::serve_forever(router(options.limits), options.port, options.port_file.as_deref(), announce)
+    let router = router(options.limits);
+    ic_http::serve_forever(router, options.requests, options.port, options.port_file.as_deref(), announce)
 }
 
 /// A server on a thread of its own, with its own runtime (the pocket-ic
