@@ -181,3 +181,98 @@ fn verify(key: &[u8], message: &[u8], signature: &[u8]) -> Result<(), String> {
     }
     Err("Invalid public key: not an Ed25519, ECDSA secp256k1 or ECDSA P-256 key in DER".into())
 }
+
+/// Envelope decoding and authentication under arbitrary input: whatever
+/// the bytes, an answer and no panic; whatever is changed in a signed
+/// request, it no longer passes for its sender, or it is the same request.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use ic_transport_types::Envelope;
+    use proptest::prelude::*;
+
+    /// Cases per property: what CI runs every time.
+    const CASES: u32 = 2_000;
+    const NOW: u64 = 1_800_000_000_000_000_000;
+
+    fn signed(content: EnvelopeContent, seed: u8) -> Vec<u8> {
+        let key = ic_ed25519::PrivateKey::generate_from_seed(&[seed; 32]);
+        let signature = key.sign_message(&[REQUEST_DOMAIN, content.to_request_id().as_slice()].concat());
+        Envelope {
+            content: std::borrow::Cow::Owned(content),
+            sender_pubkey: Some(key.public_key().serialize_rfc8410_der()),
+            sender_sig: Some(signature.to_vec()),
+            sender_delegation: None,
+        }
+        .encode_bytes()
+    }
+
+    fn sender(seed: u8) -> Principal {
+        let key = ic_ed25519::PrivateKey::generate_from_seed(&[seed; 32]);
+        Principal::self_authenticating(key.public_key().serialize_rfc8410_der())
+    }
+
+    /// A request of each type, from the key `seed` derives, valid at [`NOW`].
+    fn content(kind: u8, seed: u8, nonce: Option<Vec<u8>>, arg: Vec<u8>) -> EnvelopeContent {
+        let (sender, ingress_expiry) = (sender(seed), NOW + 60_000_000_000);
+        let canister_id = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 1, 1]);
+        match kind % 3 {
+            0 => EnvelopeContent::Call {
+                nonce,
+                ingress_expiry,
+                sender,
+                canister_id,
+                method_name: "ping".into(),
+                arg,
+                sender_info: None,
+            },
+            1 => EnvelopeContent::Query {
+                ingress_expiry,
+                sender,
+                canister_id,
+                method_name: "ping".into(),
+                arg,
+                nonce,
+                sender_info: None,
+            },
+            _ => EnvelopeContent::ReadState { ingress_expiry, sender, paths: vec![vec!["time".into()]] },
+        }
+    }
+
+    fn authenticated(body: &[u8]) -> Option<Authenticated> {
+        let request = Request::decode(body).ok()?;
+        authenticate(request, NOW).ok()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+        #[test]
+        fn any_bytes_get_an_answer(body in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = authenticated(&body);
+        }
+
+        #[test]
+        fn a_changed_byte_never_passes_for_another_request(
+            kind in any::<u8>(),
+            seed in any::<u8>(),
+            nonce in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
+            arg in proptest::collection::vec(any::<u8>(), 0..64),
+            at in any::<prop::sample::Index>(),
+            flip in 1..=255u8,
+        ) {
+            let original = content(kind, seed, nonce.clone(), arg);
+            let id = original.to_request_id();
+            let mut body = signed(original, seed);
+            let valid = authenticated(&body);
+            let too_long = nonce.as_ref().is_some_and(|n| n.len() > MAX_NONCE_BYTES) && kind % 3 != 2;
+            prop_assert_eq!(valid.is_some(), !too_long, "a signed request within the limits passes");
+            let at = at.index(body.len());
+            body[at] ^= flip;
+            if let Some(changed) = authenticated(&body) {
+                prop_assert_eq!(changed.id, id, "byte {} changed: it passed as another request", at);
+                prop_assert_eq!(*changed.content.sender(), sender(seed));
+            }
+        }
+    }
+}
