@@ -12,7 +12,7 @@ use std::sync::{Mutex, RwLock};
 use crate::keys::{self, Keys};
 
 /// The replica's state trees hold byte labels and byte leaves.
-pub type Tree = NestedTree<Vec<u8>, Vec<u8>>;
+type Tree = NestedTree<Vec<u8>, Vec<u8>>;
 /// A path in a state tree.
 pub type Path = Vec<Vec<u8>>;
 /// Changes to a tree: a value to write, or `None` to delete the subtree.

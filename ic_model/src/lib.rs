@@ -8,6 +8,6 @@ mod certified_state;
 mod keys;
 
 pub use certified_state::{
-    CanisterState, CertifiedState, Edits, Path, SubnetRanges, SubnetState, Tree, leb128, to_cbor,
+    CanisterState, CertifiedState, Edits, Path, SubnetRanges, SubnetState, leb128, to_cbor,
 };
 pub use keys::Keys;
