@@ -25,6 +25,9 @@ use tokio::sync::Semaphore;
 /// How much of a server its clients may hold at once, and for how long.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestLimits {
+    /// Connections open at once; past it, the server takes no more until
+    /// one closes (they wait in the listener's backlog).
+    pub max_connections: usize,
     /// Requests served at once; past it, 503 at once.
     pub max_requests: usize,
     /// Bytes of request bodies being read or held at once; a request whose
@@ -34,27 +37,35 @@ pub struct RequestLimits {
     /// One request's body: a longer one gets 413, from its `Content-Length`
     /// before any of it is read.
     pub max_body_bytes: usize,
-    /// How long a client may take to send a request's headers (and how
-    /// long an idle connection stays open); past it, the connection closes.
+    /// How long a client may take to send a request's headers, counted
+    /// from the end of the last answer on the connection: also how long an
+    /// idle connection stays open. Past it, the connection closes. Longer
+    /// than agents keep an idle connection for another request (90 s for
+    /// reqwest's pool), or a request they send as it closes is lost.
     pub header_timeout: Duration,
     /// How long a client may take to send a request's body; past it, 408.
     pub body_timeout: Duration,
 }
 
 impl RequestLimits {
-    /// The defaults, for bodies of at most `max_body_bytes`: 1,024
-    /// requests at once, 256 MiB of bodies, 10 s for the headers, 60 s for
-    /// a body.
+    /// The defaults, for bodies of at most `max_body_bytes`: 4,096
+    /// connections and 1,024 requests at once, 256 MiB of bodies, 120 s for
+    /// the headers, 60 s for a body.
     pub const fn new(max_body_bytes: usize) -> Self {
         Self {
+            max_connections: 4096,
             max_requests: 1024,
             max_body_bytes_in_flight: 256 << 20,
             max_body_bytes,
-            header_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(120),
             body_timeout: Duration::from_secs(60),
         }
     }
 }
+
+/// The most a connection buffers of a request's headers (hyper's default
+/// is 400 KiB): what a client that never finishes its headers holds.
+const MAX_HEADER_BUFFER: usize = 64 << 10;
 
 /// How long a stop waits for the requests in flight before it closes their
 /// connections (icp-cli gives a network it stops 10 s).
@@ -158,15 +169,20 @@ pub async fn serve(
     stop: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let header_timeout = limits.header_timeout;
+    let open = Arc::new(Semaphore::new(limits.max_connections));
     let router = guarded(router, limits);
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_HEADER_BUFFER);
     let connections = GracefulShutdown::new();
     tokio::pin!(stop);
     loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+        let (stream, slot) = tokio::select! {
+            accepted = accept(&listener, &open) => match accepted {
+                Ok(accepted) => accepted,
                 // Out of file descriptors, or a connection reset before it
                 // was taken: the listener itself is fine.
                 Err(_) => {
@@ -181,11 +197,22 @@ pub async fn serve(
         let connection = connections.watch(connection);
         tokio::spawn(async move {
             let _ = connection.await;
+            drop(slot);
         });
     }
     drop(listener);
     let _ = tokio::time::timeout(GRACE, connections.shutdown()).await;
     Ok(())
+}
+
+/// The next connection, once one of the `open` slots is free.
+async fn accept(
+    listener: &TcpListener,
+    open: &Arc<Semaphore>,
+) -> std::io::Result<(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit)> {
+    let slot = open.clone().acquire_owned().await.expect("the semaphore is never closed");
+    let (stream, _) = listener.accept().await?;
+    Ok((stream, slot))
 }
 
 /// Completes on SIGINT or SIGTERM.
@@ -372,6 +399,26 @@ mod tests {
         let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
         assert!(read.is_ok(), "the server closes the connection");
         assert!(started.elapsed() >= Duration::from_millis(900), "not before the timeout");
+    }
+
+    #[tokio::test]
+    async fn past_the_connections_at_once_a_connection_waits_for_a_slot() {
+        let address = server(RequestLimits { max_connections: 2, ..limits() }).await;
+        let mut open =
+            [TcpStream::connect(address).await.unwrap(), TcpStream::connect(address).await.unwrap()];
+        let mut third = TcpStream::connect(address).await.unwrap();
+        third.write_all(b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+        let mut answer = String::new();
+        let waiting =
+            tokio::time::timeout(Duration::from_millis(500), third.read_to_string(&mut answer)).await;
+        assert!(waiting.is_err(), "no answer while two connections are open: {answer}");
+        open[0].shutdown().await.unwrap();
+        drop(open);
+        tokio::time::timeout(Duration::from_secs(5), third.read_to_string(&mut answer))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     }
 
     #[tokio::test]

@@ -84,6 +84,11 @@ const REQUEST_LIMITS: ic_http::RequestLimits = ic_http::RequestLimits::new(0);
 /// (`serve` and `network`).
 #[derive(Debug, Args)]
 pub struct RequestLimitArgs {
+    /// Connections open at once; past it, new ones wait for a slot.
+    #[arg(long, value_name = "N", default_value_t = REQUEST_LIMITS.max_connections,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_connections: usize,
+
     /// Requests served at once; past it, 503.
     #[arg(long, value_name = "N", default_value_t = REQUEST_LIMITS.max_requests,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
@@ -110,6 +115,7 @@ impl RequestLimitArgs {
     /// The limits, for bodies of at most `max_body_bytes`.
     pub fn limits(&self, max_body_bytes: usize) -> ic_http::RequestLimits {
         ic_http::RequestLimits {
+            max_connections: self.max_connections,
             max_requests: self.max_requests,
             max_body_bytes_in_flight: self.max_body_mib_in_flight << 20,
             max_body_bytes,

@@ -88,6 +88,7 @@ fn network_options_within_their_ranges_and_a_port_file_it_does_not_own() {
 #[test]
 fn request_limits_within_their_ranges() {
     for command in ["serve", "network"] {
+        assert_refused(&[command, "--max-connections", "0"], "1..=1000000");
         assert_refused(&[command, "--max-requests", "0"], "1..=1000000");
         assert_refused(&[command, "--max-body-mib-in-flight", "63"], "64..=65536");
         assert_refused(&[command, "--header-timeout-secs", "0"], "1..=3600");
