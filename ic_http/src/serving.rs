@@ -18,6 +18,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -39,7 +40,8 @@ pub struct RequestLimits {
     pub max_body_bytes: usize,
     /// How long a client may take to send a request's headers, counted
     /// from the end of the last answer on the connection: also how long an
-    /// idle connection stays open. Past it, the connection closes. Longer
+    /// idle connection stays open (HTTP/2's, or one that sends nothing, at
+    /// most twice as long). Past it, the connection closes. Longer
     /// than agents keep an idle connection for another request (90 s for
     /// reqwest's pool), or a request they send as it closes is lost.
     pub header_timeout: Duration,
@@ -192,17 +194,69 @@ pub async fn serve(
             },
             () = &mut stop => break,
         };
-        let service = TowerToHyperService::new(router.clone());
+        let activity = Arc::new(Activity::default());
+        let service = {
+            let (inner, activity) = (TowerToHyperService::new(router.clone()), activity.clone());
+            hyper::service::service_fn(move |request| {
+                let active = activity.enter();
+                let answer = hyper::service::Service::call(&inner, request);
+                async move {
+                    let answer = answer.await;
+                    drop(active);
+                    answer
+                }
+            })
+        };
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
         let connection = connections.watch(connection);
         tokio::spawn(async move {
-            let _ = connection.await;
+            tokio::pin!(connection);
+            // Hyper times out slow HTTP/1.1 headers, but not a connection
+            // that sends nothing, nor one that starts HTTP/2 and idles: one
+            // with no request for a whole period, and none running, closes.
+            let mut seen = 0;
+            loop {
+                tokio::select! {
+                    _ = &mut connection => break,
+                    () = tokio::time::sleep(header_timeout) => {
+                        let started = activity.started.load(Ordering::Relaxed);
+                        if started == seen && activity.running.load(Ordering::Relaxed) == 0 {
+                            break;
+                        }
+                        seen = started;
+                    }
+                }
+            }
             drop(slot);
         });
     }
     drop(listener);
     let _ = tokio::time::timeout(GRACE, connections.shutdown()).await;
     Ok(())
+}
+
+/// A connection's requests: how many started, how many run.
+#[derive(Default)]
+struct Activity {
+    started: AtomicU64,
+    running: AtomicUsize,
+}
+
+/// A request running on a connection, until dropped.
+struct Running(Arc<Activity>);
+
+impl Activity {
+    fn enter(self: &Arc<Self>) -> Running {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        self.running.fetch_add(1, Ordering::Relaxed);
+        Running(self.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The next connection, once one of the `open` slots is free.
@@ -279,7 +333,7 @@ pub fn serve_forever(
         None => None,
     };
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
             Ok(listener) => listener,
             Err(e) => {
@@ -297,7 +351,11 @@ pub fn serve_forever(
             file.flush()?;
         }
         serve(listener, router, limits, interrupted()).await
-    })?;
+    });
+    // Blocking work still running (a canister's long execution) does not
+    // hold the process past the grace.
+    runtime.shutdown_timeout(GRACE);
+    served?;
     if let Some(path) = port_file_path {
         let _ = std::fs::remove_file(path);
     }
@@ -392,13 +450,16 @@ mod tests {
     #[tokio::test]
     async fn headers_that_do_not_arrive_in_time_close_the_connection() {
         let address = server(RequestLimits { header_timeout: Duration::from_secs(1), ..limits() }).await;
-        let mut stream = TcpStream::connect(address).await.unwrap();
-        stream.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\n").await.unwrap();
-        let started = std::time::Instant::now();
-        let mut rest = vec![];
-        let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
-        assert!(read.is_ok(), "the server closes the connection");
-        assert!(started.elapsed() >= Duration::from_millis(900), "not before the timeout");
+        // Half a request's headers, nothing at all, the start of HTTP/2's preface.
+        for sent in [&b"POST /echo HTTP/1.1\r\nHost: x\r\n"[..], b"", b"PRI"] {
+            let mut stream = TcpStream::connect(address).await.unwrap();
+            stream.write_all(sent).await.unwrap();
+            let started = std::time::Instant::now();
+            let mut rest = vec![];
+            let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+            assert!(read.is_ok(), "the server closes the connection ({sent:?})");
+            assert!(started.elapsed() >= Duration::from_millis(900), "not before the timeout ({sent:?})");
+        }
     }
 
     #[tokio::test]

@@ -128,12 +128,22 @@ fn apply(tree: &mut Tree, edits: Edits) {
     }
 }
 
-/// A subnet's state tree as of its last certification, and its signature.
+/// A subnet's state tree as of its last certification, its signature, and
+/// who may read its canisters' private metadata as of then.
 struct Certified {
     tree: Tree,
     signature: Vec<u8>,
     time: u64,
     height: u64,
+    readers: HashMap<Principal, Readers>,
+}
+
+/// What waits for a subnet's next certification: tree edits, and each
+/// changed canister's readers (`None`: the canister is gone).
+#[derive(Default)]
+struct Staged {
+    edits: Edits,
+    readers: Vec<(Principal, Option<Readers>)>,
 }
 
 /// One subnet: its keys, its delegation from the root, its certified state,
@@ -150,7 +160,7 @@ pub struct SubnetState {
     pub node_id: Principal,
     delegation: Delegation,
     certified: RwLock<Certified>,
-    staged: Mutex<Edits>,
+    staged: Mutex<Staged>,
 }
 
 impl SubnetState {
@@ -163,10 +173,20 @@ impl SubnetState {
     /// result: the end of a round. Readers see the old tree and signature,
     /// or the new.
     pub fn certify(&self, time: u64, edits: Edits) {
-        let staged = std::mem::take(&mut *self.staged.lock().expect("not poisoned"));
+        // The staged edits are taken under the tree's lock: two threads that
+        // certify at once apply them in the order they were staged.
         let mut certified = self.certified.write().expect("not poisoned");
-        apply(&mut certified.tree, staged);
+        let staged = std::mem::take(&mut *self.staged.lock().expect("not poisoned"));
+        apply(&mut certified.tree, staged.edits);
         apply(&mut certified.tree, edits);
+        for (canister, readers) in staged.readers {
+            match readers {
+                Some(readers) => certified.readers.insert(canister, readers),
+                None => certified.readers.remove(&canister),
+            };
+        }
+        // Certified time never goes back, whoever certifies.
+        let time = time.max(certified.time);
         certified.tree.insert(&path(&[b"time"]), leb128(time));
         certified.signature = sign(&self.key, &certified.tree);
         certified.time = time;
@@ -175,7 +195,8 @@ impl SubnetState {
 
     /// Whether edits wait for the next certification.
     pub fn has_staged(&self) -> bool {
-        !self.staged.lock().expect("not poisoned").is_empty()
+        let staged = self.staged.lock().expect("not poisoned");
+        !staged.edits.is_empty() || !staged.readers.is_empty()
     }
 
     /// The time of the last certification.
@@ -227,7 +248,6 @@ struct Readers {
 pub struct CertifiedState {
     keys: Keys,
     subnets: Vec<SubnetState>,
-    readers: Mutex<HashMap<Principal, Readers>>,
 }
 
 impl CertifiedState {
@@ -259,7 +279,13 @@ impl CertifiedState {
                 let delegation = Delegation { subnet_id: id.to_vec(), certificate: to_cbor(&certificate) };
                 let node_key = keys.node(index);
                 let (node_id, _) = keys::node_identity(&node_key);
-                let certified = Certified { tree: Tree::default(), signature: vec![], time: 0, height: 0 };
+                let certified = Certified {
+                    tree: Tree::default(),
+                    signature: vec![],
+                    time: 0,
+                    height: 0,
+                    readers: HashMap::new(),
+                };
                 let subnet = SubnetState {
                     id: subnet.id,
                     ranges: subnet.ranges.clone(),
@@ -268,15 +294,19 @@ impl CertifiedState {
                     node_id,
                     delegation,
                     certified: RwLock::new(certified),
-                    staged: Mutex::new(
-                        topology.iter().map(|(path, value)| (path.clone(), Some(value.clone()))).collect(),
-                    ),
+                    staged: Mutex::new(Staged {
+                        edits: topology
+                            .iter()
+                            .map(|(path, value)| (path.clone(), Some(value.clone())))
+                            .collect(),
+                        readers: vec![],
+                    }),
                 };
                 subnet.certify(time, vec![]);
                 subnet
             })
             .collect();
-        Self { keys, subnets, readers: Mutex::default() }
+        Self { keys, subnets }
     }
 
     /// The keys the state is signed with.
@@ -307,23 +337,21 @@ impl CertifiedState {
 
     /// Stages `/canister/<id>/...` anew for its subnet's next
     /// certification (`None`: the canister is gone), and who may read its
-    /// private metadata from now on.
+    /// private metadata from then on.
     pub fn write_canister(&self, canister: Principal, state: Option<&CanisterState>) {
         let Some((_, subnet)) = self.subnet_of(canister) else { return };
-        subnet.staged.lock().expect("not poisoned").extend(canister_entries(canister, state));
-        let mut readers = self.readers.lock().expect("not poisoned");
-        match state {
-            Some(state) => {
-                let private =
-                    state.metadata.iter().filter(|(_, public, _)| !public).map(|(name, ..)| name.clone());
-                let readers_of =
-                    Readers { controllers: state.controllers.clone(), private: private.collect() };
-                readers.insert(canister, readers_of);
-            }
-            None => {
-                readers.remove(&canister);
-            }
-        }
+        let readers = state.map(|state| Readers {
+            controllers: state.controllers.clone(),
+            private: state
+                .metadata
+                .iter()
+                .filter(|(_, public, _)| !public)
+                .map(|(name, ..)| name.clone())
+                .collect(),
+        });
+        let mut staged = subnet.staged.lock().expect("not poisoned");
+        staged.edits.extend(canister_entries(canister, state));
+        staged.readers.push((canister, readers));
     }
 
     /// Certifies every subnet that has staged edits, at `time`: what an
@@ -342,11 +370,12 @@ impl CertifiedState {
         Some(subnet.certificate(&[certified_data_path(canister)]))
     }
 
-    /// Whether `reader` may read `canister`'s metadata section `name`: a
-    /// private one only its controllers may.
+    /// Whether `reader` may read `canister`'s metadata section `name`, as
+    /// of the last certified state: a private one only its controllers may.
     pub fn may_read_metadata(&self, canister: Principal, name: &[u8], reader: Principal) -> bool {
-        let readers = self.readers.lock().expect("not poisoned");
-        readers.get(&canister).is_none_or(|readers| {
+        let Some((_, subnet)) = self.subnet_of(canister) else { return true };
+        let certified = subnet.certified.read().expect("not poisoned");
+        certified.readers.get(&canister).is_none_or(|readers| {
             !readers.private.iter().any(|private| private.as_bytes() == name)
                 || readers.controllers.contains(&reader)
         })
@@ -411,14 +440,30 @@ mod tests {
     }
 
     #[test]
-    fn only_controllers_read_private_metadata() {
+    fn only_controllers_read_private_metadata_as_of_the_certified_state() {
         let network = network();
-        network.write_canister(canister(1), Some(&state(&[], "candid:service")));
         let (controller, stranger) = (Principal::from_slice(&[9]), Principal::anonymous());
+        network.write_canister(canister(1), Some(&state(&[], "candid:service")));
+        network.certify_staged(20);
         assert!(network.may_read_metadata(canister(1), b"candid:service", controller));
         assert!(!network.may_read_metadata(canister(1), b"candid:service", stranger));
         assert!(network.may_read_metadata(canister(1), b"other", stranger), "no such private section");
+        // Deleted, but the certified tree still holds the section until the
+        // next certification: it stays private until then.
         network.write_canister(canister(1), None);
+        assert!(!network.may_read_metadata(canister(1), b"candid:service", stranger));
+        network.certify_staged(30);
         assert!(network.may_read_metadata(canister(1), b"candid:service", stranger), "the canister is gone");
+    }
+
+    #[test]
+    fn staged_edits_apply_in_order_and_time_never_goes_back() {
+        let network = network();
+        network.write_canister(canister(2), Some(&state(&[1], "x")));
+        network.certify_staged(50);
+        network.write_canister(canister(2), Some(&state(&[2], "x")));
+        network.subnets()[0].certify(40, vec![]);
+        let (data, time) = certified(&network.data_certificate(canister(2)).unwrap(), canister(2));
+        assert_eq!((data, time), (Some(vec![2]), leb128(50)), "the newest data, at the latest time");
     }
 }

@@ -27,6 +27,10 @@ async fn make_live_hands_back_a_url_an_agent_uses() {
     let url = pic.make_live(None).await;
     let agent = Agent::builder().with_url(url.as_str()).build().unwrap();
     agent.fetch_root_key().await.unwrap();
+    // A canister installed before the instance went live is certified from
+    // its first certificate on.
+    let hash = agent.read_state_canister_module_hash(callee).await.expect("its module hash at once");
+    assert_eq!(hash.len(), 32);
     agent.update(&callee, "ping").with_arg(Encode!().unwrap()).call_and_wait().await.unwrap();
     assert_eq!(pings(&agent, callee).await, 1, "the update ran with no tick asked for");
     let rest = pic.query_call(callee, Principal::anonymous(), "pings_received", Encode!().unwrap()).await;

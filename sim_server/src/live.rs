@@ -20,11 +20,13 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// The instance `jobs` reaches; `None` if it is gone.
+    /// The instance `jobs` reaches, its canisters staged for the network's
+    /// first certification; `None` if it is gone.
     pub fn connect(jobs: mpsc::Sender<Job>) -> Option<Self> {
         let (answer, answered) = mpsc::channel();
         let job: Job = Box::new(move |instance, broken| {
             if broken.is_none() {
+                instance.stage_changes();
                 let _ = answer.send(instance.certified.clone());
             }
         });
