@@ -154,8 +154,10 @@ async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) ->
 /// `router` behind the guard of `limits`.
 pub fn guarded(router: Router, limits: RequestLimits) -> Router {
     let guard = Arc::new(Guard {
-        requests: Semaphore::new(limits.max_requests),
-        body_kib: Semaphore::new(kib(limits.max_body_bytes_in_flight as u64) as usize),
+        requests: Semaphore::new(limits.max_requests.min(Semaphore::MAX_PERMITS)),
+        body_kib: Semaphore::new(
+            (kib(limits.max_body_bytes_in_flight as u64) as usize).min(Semaphore::MAX_PERMITS),
+        ),
         limits,
     });
     router.layer(axum::middleware::from_fn_with_state(guard, self::guard))
@@ -170,8 +172,14 @@ pub async fn serve(
     limits: RequestLimits,
     stop: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    if limits.max_connections == 0 || limits.max_requests == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a server needs at least one connection and one request at once",
+        ));
+    }
     let header_timeout = limits.header_timeout;
-    let open = Arc::new(Semaphore::new(limits.max_connections));
+    let open = Arc::new(Semaphore::new(limits.max_connections.min(Semaphore::MAX_PERMITS)));
     let router = guarded(router, limits);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -427,6 +435,24 @@ mod tests {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
         let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
         line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() << 10
+    }
+
+    #[tokio::test]
+    async fn limits_of_zero_are_refused_and_the_largest_are_taken() {
+        let listener = || async { TcpListener::bind("127.0.0.1:0").await.unwrap() };
+        for zero in
+            [RequestLimits { max_connections: 0, ..limits() }, RequestLimits { max_requests: 0, ..limits() }]
+        {
+            let refused = serve(listener().await, Router::new(), zero, std::future::ready(())).await;
+            assert_eq!(refused.unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
+        }
+        let largest = RequestLimits {
+            max_connections: usize::MAX,
+            max_requests: usize::MAX,
+            max_body_bytes_in_flight: usize::MAX,
+            ..limits()
+        };
+        assert!(serve(listener().await, Router::new(), largest, std::future::ready(())).await.is_ok());
     }
 
     #[tokio::test]
