@@ -23,37 +23,42 @@ impl Remote {
     /// The instance `jobs` reaches, its canisters staged for the network's
     /// first certification; `None` if it is gone.
     pub fn connect(jobs: mpsc::Sender<Job>) -> Option<Self> {
-        let (answer, answered) = mpsc::channel();
-        let job: Job = Box::new(move |instance, broken| {
-            if broken.is_none() {
-                instance.stage_changes();
-                let _ = answer.send(instance.certified.clone());
-            }
-        });
-        jobs.send(job).ok()?;
-        let certified = answered.recv().ok()?;
+        let certified = run_on(&jobs, None, |instance| {
+            instance.stage_changes();
+            Some(instance.certified.clone())
+        })?;
         Some(Self { jobs, certified })
     }
 
     /// `f` on the instance; `gone` if it was deleted or its simulator failed.
     fn run<R: Send + 'static>(&self, gone: R, f: impl FnOnce(&mut Instance) -> R + Send + 'static) -> R {
-        let (answer, answered) = mpsc::channel();
-        let job: Job = Box::new(move |instance, broken| {
-            if broken.is_some() {
-                return;
-            }
-            match std::panic::catch_unwind(AssertUnwindSafe(|| f(instance))) {
-                Ok(result) => {
-                    let _ = answer.send(result);
-                }
-                Err(_) => *broken = Some("it panicked serving the IC HTTP interface".into()),
-            }
-        });
-        if self.jobs.send(job).is_err() {
-            return gone;
-        }
-        answered.recv().unwrap_or(gone)
+        run_on(&self.jobs, gone, f)
     }
+}
+
+/// `f` on the instance `jobs` reaches, a panic caught (the instance is
+/// broken from then on); `gone` if it was deleted or its simulator failed.
+fn run_on<R: Send + 'static>(
+    jobs: &mpsc::Sender<Job>,
+    gone: R,
+    f: impl FnOnce(&mut Instance) -> R + Send + 'static,
+) -> R {
+    let (answer, answered) = mpsc::channel();
+    let job: Job = Box::new(move |instance, broken| {
+        if broken.is_some() {
+            return;
+        }
+        match std::panic::catch_unwind(AssertUnwindSafe(|| f(instance))) {
+            Ok(result) => {
+                let _ = answer.send(result);
+            }
+            Err(_) => *broken = Some("it panicked serving the IC HTTP interface".into()),
+        }
+    });
+    if jobs.send(job).is_err() {
+        return gone;
+    }
+    answered.recv().unwrap_or(gone)
 }
 
 fn gone() -> Reject {
