@@ -24,4 +24,4 @@ mod serving;
 pub use backend::{Backend, Reject};
 pub use network::{Network, Options};
 pub use routes::{MAX_REQUEST_BYTES, router};
-pub use serving::{RequestLimits, guarded, serve, serve_forever, serve_locally};
+pub use serving::{RequestLimits, serve, serve_forever, serve_locally};

@@ -152,7 +152,7 @@ async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) ->
 }
 
 /// `router` behind the guard of `limits`.
-pub fn guarded(router: Router, limits: RequestLimits) -> Router {
+fn guarded(router: Router, limits: RequestLimits) -> Router {
     let guard = Arc::new(Guard {
         requests: Semaphore::new(limits.max_requests.min(Semaphore::MAX_PERMITS)),
         body_kib: Semaphore::new(

@@ -309,11 +309,6 @@ impl CertifiedState {
         Self { keys, subnets }
     }
 
-    /// The keys the state is signed with.
-    pub fn keys(&self) -> Keys {
-        self.keys
-    }
-
     /// The root key (DER), which agents verify certificates against and
     /// canisters read with `ic0.root_key_copy`.
     pub fn root_key_der(&self) -> Vec<u8> {
