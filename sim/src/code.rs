@@ -29,6 +29,9 @@ pub enum Metering {
 
 /// A module compiled once and instantiable on any canister.
 pub struct CompiledModule {
+    /// The module as installed, to compile it again (a restored simulator).
+    wasm: Rc<[u8]>,
+    metering: Metering,
     module: Module,
     linker: Linker<SystemState>,
     playback_linker: Linker<Playback>,
@@ -60,6 +63,8 @@ impl CompiledModule {
             return Err(WasmError::NoMemory);
         }
         Ok(Self {
+            wasm: wasm.into(),
+            metering,
             playback_linker: playback_linker(engine, &module, memory64)?,
             module,
             linker,
@@ -339,10 +344,11 @@ const MAX_CACHED_MODULES: usize = 64;
 /// goes first; canisters keep the modules they run.
 const MAX_CACHED_WASM_BYTES: usize = 256 << 20;
 
-/// Compiled modules by metering and wasm, with when each was last used.
+/// Compiled modules by metering and wasm (the module's own copy), with
+/// when each was last used.
 #[derive(Default)]
 struct ModuleCache {
-    modules: BTreeMap<Metering, BTreeMap<Vec<u8>, Cached>>,
+    modules: BTreeMap<Metering, BTreeMap<Rc<[u8]>, Cached>>,
     wasm_bytes: usize,
     clock: u64,
 }
@@ -360,10 +366,11 @@ impl ModuleCache {
         Some(cached.module.clone())
     }
 
-    fn insert(&mut self, wasm: &[u8], metering: Metering, module: Rc<CompiledModule>) {
+    fn insert(&mut self, module: Rc<CompiledModule>) {
         self.clock += 1;
-        self.wasm_bytes += wasm.len();
-        self.modules.entry(metering).or_default().insert(wasm.to_vec(), Cached { module, used: self.clock });
+        self.wasm_bytes += module.wasm.len();
+        let by_wasm = self.modules.entry(module.metering).or_default();
+        by_wasm.insert(module.wasm.clone(), Cached { module, used: self.clock });
         while self.len() > MAX_CACHED_MODULES || self.wasm_bytes > MAX_CACHED_WASM_BYTES {
             let oldest = self
                 .modules
@@ -420,7 +427,7 @@ pub fn compile(wasm: &[u8], metering: Metering) -> Result<Rc<CompiledModule>, Wa
         return Ok(module);
     }
     let module = Rc::new(CompiledModule::compile(&engine(), wasm, metering)?);
-    MODULES.with(|m| m.borrow_mut().insert(wasm, metering, module.clone()));
+    MODULES.with(|m| m.borrow_mut().insert(module.clone()));
     Ok(module)
 }
 
@@ -546,16 +553,16 @@ mod tests {
         let first = module(0);
         let compiled =
             |wasm: &[u8]| Rc::new(CompiledModule::compile(&engine(), wasm, Metering::None).unwrap());
-        cache.insert(&first, Metering::None, compiled(&first));
+        cache.insert(compiled(&first));
         for n in 1..=2 * MAX_CACHED_MODULES {
             assert!(cache.get(&first, Metering::None).is_some(), "used all along, so kept");
             let wasm = module(n);
-            cache.insert(&wasm, Metering::None, compiled(&wasm));
+            cache.insert(compiled(&wasm));
             assert!(cache.len() <= MAX_CACHED_MODULES);
         }
         assert_eq!(cache.len(), MAX_CACHED_MODULES);
         assert!(cache.get(&module(1), Metering::None).is_none(), "the least recently used went");
-        let kept: usize = cache.modules.values().flat_map(BTreeMap::keys).map(Vec::len).sum();
+        let kept: usize = cache.modules.values().flat_map(BTreeMap::keys).map(|wasm| wasm.len()).sum();
         assert_eq!(cache.wasm_bytes, kept);
     }
 }
