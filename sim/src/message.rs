@@ -2,10 +2,11 @@
 
 use candid::Principal;
 pub use ic_error_types::RejectCode;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A reject: code and message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reject {
     /// Why, for programs: the interface specification's reject code.
     pub code: RejectCode,
@@ -20,9 +21,9 @@ impl fmt::Display for Reject {
 }
 
 /// What a call context answers with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Payload {
-    Reply(Vec<u8>),
+    Reply(#[serde(with = "serde_bytes")] Vec<u8>),
     Reject(Reject),
 }
 
@@ -40,23 +41,24 @@ impl Payload {
 }
 
 /// Identifies a callback within its (calling) canister.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CallbackId(pub u64);
 
 /// Identifies a call context within its canister.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CallContextId(pub u64);
 
 /// Identifies an ingress message, in submission order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct MessageId(pub u64);
 
 /// An inter-canister call on its way to the callee.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Request {
     pub sender: Principal,
     pub receiver: Principal,
     pub method: String,
+    #[serde(with = "serde_bytes")]
     pub arg: Vec<u8>,
     pub cycles: u128,
     pub callback: CallbackId,
@@ -65,7 +67,7 @@ pub struct Request {
 }
 
 /// An answer on its way back to the caller.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Response {
     pub originator: Principal,
     pub callback: CallbackId,
@@ -91,17 +93,18 @@ impl Request {
 }
 
 /// A user's update call.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Ingress {
     pub id: MessageId,
     pub sender: Principal,
     pub receiver: Principal,
     pub method: String,
+    #[serde(with = "serde_bytes")]
     pub arg: Vec<u8>,
 }
 
 /// Anything in a canister's input queue.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Message {
     Ingress(Ingress),
     Request(Request),

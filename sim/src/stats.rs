@@ -1,5 +1,6 @@
 //! Per-canister statistics: what the engine saw each canister do.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -7,7 +8,7 @@ use crate::message::RejectCode;
 
 /// How many rejects arrived, per code, in code order (a map by hand, as
 /// `RejectCode` is not `Ord`).
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RejectCounts(Vec<(RejectCode, u64)>);
 
 impl RejectCounts {
@@ -33,7 +34,7 @@ impl fmt::Debug for RejectCounts {
 
 /// What the simulator saw one canister do (statistics only: nothing in
 /// the model reads them back).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CanisterStats {
     /// Executions per entry: a method name, `callback`, `cleanup`,
     /// `canister_global_timer`, `canister_init`, ...
@@ -58,7 +59,7 @@ pub struct CanisterStats {
 }
 
 /// The calls one entry's executions performed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallsFrom {
     /// Calls that `call_perform` accepted.
     pub calls: u64,

@@ -1,6 +1,7 @@
 //! Call contexts and callbacks: who waits for an answer, and its one answer.
 
 use candid::Principal;
+use serde::{Deserialize, Serialize};
 
 use super::{Canister, CanisterStatus, Output};
 use crate::cycles;
@@ -10,7 +11,7 @@ use crate::message::{
 use crate::system_api::PerformedCall;
 
 /// Who is waiting for a call context's answer.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub(super) enum Origin {
     Ingress(MessageId),
     Canister {
@@ -21,6 +22,7 @@ pub(super) enum Origin {
     System,
 }
 
+#[derive(Clone, Serialize, Deserialize)]
 pub(super) struct CallContext {
     pub(super) origin: Origin,
     pub(super) caller: Principal,
@@ -33,6 +35,7 @@ pub(super) struct CallContext {
     pub(super) cycles_accepted: u128,
 }
 
+#[derive(Clone, Serialize, Deserialize)]
 pub(super) struct Callback {
     pub(super) call_context: CallContextId,
     pub(super) callee: Principal,

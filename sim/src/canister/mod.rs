@@ -8,6 +8,7 @@ mod query;
 mod rollback;
 
 use candid::Principal;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use wasmi::{Engine, Store};
 
@@ -23,7 +24,7 @@ use call_context::{CallContext, Callback, Origin};
 pub use install::{InstallMode, Installation};
 use rollback::Installed;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CanisterStatus {
     Running,
     /// Takes no new calls; becomes `Stopped` when its call contexts close.

@@ -1,6 +1,7 @@
 //! The model's parameters, and the builder that makes a [`Sim`] with them.
 
 use candid::Principal;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::Sim;
@@ -13,7 +14,7 @@ use crate::host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
 /// the replica's `SchedulerConfig` for application subnets
 /// (`rs/config/src/subnet_config.rs`). Instructions are counted as the
 /// replica counts them (see the crate's metering).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct RoundLimits {
     /// Instructions one round may execute on one scheduler thread (the
     /// replica's doc: "on one thread").
@@ -49,7 +50,7 @@ impl Default for RoundLimits {
 }
 
 /// The model's parameters.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct SimConfig {
     /// Requests in flight per (caller, callee) pair (`DEFAULT_QUEUE_CAPACITY`).
     pub queue_capacity: u32,

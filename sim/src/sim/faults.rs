@@ -4,6 +4,7 @@
 use candid::Principal;
 use rand_pcg::Pcg64Mcg;
 use rand_pcg::rand_core::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 
 use super::{InstallMode, Sim, SimError};
 use crate::canister::CanisterStatus;
@@ -30,7 +31,7 @@ pub struct Faults {
 /// A canister whose update methods (ingress or calls) trap on some
 /// executions. The execution is rolled back as any trap is, and its caller
 /// gets `CANISTER_ERROR`; the method's code does not run.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Traps {
     /// The canister that traps.
     pub canister: Principal,
@@ -39,7 +40,7 @@ pub struct Traps {
 }
 
 /// Which executions trap.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub enum TrapRate {
     /// Each one with this probability.
     Fraction(f64),
@@ -49,7 +50,7 @@ pub enum TrapRate {
 
 /// A subnet that executes nothing, inducts nothing and expires no deadline
 /// in rounds `from_round .. from_round + rounds`: what is sent to it waits.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Stall {
     /// An index into [`Sim::subnets`].
     pub subnet: usize,
@@ -63,7 +64,7 @@ pub struct Stall {
 /// would. An upgrade waits for the canister's call contexts to close, a
 /// deletion for the canister to be stopped; a canister's later events wait
 /// behind them.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Event {
     /// The round at whose start it is done (or later, if it must wait).
     pub round: u64,
@@ -74,13 +75,15 @@ pub struct Event {
 }
 
 /// What an [`Event`] does.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[allow(missing_docs)] // Each is the management operation of that name.
 pub enum Action {
     Stop,
     Start,
     Upgrade {
+        #[serde(with = "serde_bytes")]
         wasm: Vec<u8>,
+        #[serde(with = "serde_bytes")]
         arg: Vec<u8>,
     },
     Delete,
@@ -91,6 +94,7 @@ pub enum Action {
 }
 
 /// Decides which executions of one canister trap.
+#[derive(Clone, Serialize, Deserialize)]
 pub(crate) struct TrapInjector {
     rate: TrapRate,
     rng: Pcg64Mcg,
@@ -115,7 +119,7 @@ fn chance(rng: &mut Pcg64Mcg, p: f64) -> bool {
 }
 
 /// The faults still to come, and what was done.
-#[derive(Default)]
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub(super) struct FaultState {
     drop_rate: f64,
     drop_rng: Option<Pcg64Mcg>,

@@ -4,6 +4,7 @@
 //! `tick()`, read their status.
 
 use candid::Principal;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::bench::{Recorded, Traced};
@@ -28,6 +29,7 @@ pub use faults::{Action, Event, Faults, Stall, TrapRate, Traps};
 pub use routing::{IDS_PER_SUBNET, canister_id};
 use routing::{Subnet, not_found};
 
+#[derive(Clone, Serialize, Deserialize)]
 enum IngressState {
     Processing,
     Completed(Payload),

@@ -1,6 +1,7 @@
 //! Routing between canisters and subnets, and answers for missing canisters.
 
 use candid::Principal;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
 
 use super::{IngressState, Sim};
@@ -8,8 +9,11 @@ use crate::canister::Output;
 use crate::message::{Message, Payload, Reject, RejectCode, Response};
 use crate::system_api;
 
+#[derive(Clone, Serialize, Deserialize)]
 pub(super) struct Subnet {
     pub(super) id: Principal,
+    /// Derived from the canisters' subnets on restore.
+    #[serde(skip)]
     pub(super) canisters: BTreeSet<Principal>,
     /// Ingress messages submitted since the subnet's last round.
     pub(super) ingress_pool: Vec<Message>,
