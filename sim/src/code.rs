@@ -5,12 +5,13 @@
 //! [`TapeEvent`]). Playback is how a trap is rolled back (re-run the
 //! messages since the last checkpoint) and what the benchmark's floor runs.
 
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use wasmi::{
-    AsContext, AsContextMut, Caller, Engine, Error, Global, Instance, Linker, Memory, Module, Nullable, Ref,
-    Store, Table, TrapCode, Val, ValType,
+    AsContext, AsContextMut, Caller, Engine, Error, F32, F64, Global, Instance, Linker, Memory, Module,
+    Nullable, Ref, Store, Table, TrapCode, Val, ValType,
 };
 
 use crate::metering;
@@ -19,7 +20,7 @@ use crate::system_api::{self, CanisterTrap, SystemState, TapeEvent};
 use crate::validation;
 
 /// How a module counts its instructions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Metering {
     /// As the replica does ([`crate::metering`]).
     Replica,
@@ -78,6 +79,14 @@ impl CompiledModule {
     pub fn exports(&self, name: &str) -> bool {
         self.exports.contains(name)
     }
+
+    pub fn wasm(&self) -> &[u8] {
+        &self.wasm
+    }
+
+    pub fn metering(&self) -> Metering {
+        self.metering
+    }
 }
 
 /// What to run: an exported function, or a callback from the table.
@@ -117,21 +126,24 @@ pub struct Snapshot {
 
 /// Linear memory as a snapshot keeps it: its size, and only the pages that
 /// are not all zeros, so that a checkpoint costs what the canister wrote,
-/// not what it declared.
-#[derive(Clone, Default)]
-struct MemoryImage {
+/// not what it declared. (A saved stable memory too.)
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub struct MemoryImage {
     len: usize,
     /// The indices of the pages kept, ascending.
     pages: Vec<u32>,
     /// Their bytes, one [`IMAGE_PAGE`] after another.
+    #[serde(with = "serde_bytes")]
     bytes: Vec<u8>,
 }
 
 /// An OS page: a wasm page (64 KiB) is 16 of them.
 const IMAGE_PAGE: usize = 4096;
 
+const WASM_PAGE: usize = 65536;
+
 impl MemoryImage {
-    fn of(memory: &[u8]) -> Self {
+    pub fn of(memory: &[u8]) -> Self {
         let mut image = Self { len: memory.len(), ..Self::default() };
         for (i, page) in memory.chunks(IMAGE_PAGE).enumerate() {
             if !is_zero(page) {
@@ -140,6 +152,33 @@ impl MemoryImage {
             }
         }
         image
+    }
+
+    /// The size of the memory it is an image of.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether [`MemoryImage::of`] could have made it of a memory of
+    /// `page`-byte pages: a restored one comes from a file.
+    pub fn check(&self, page: usize) -> Result<(), String> {
+        let in_range = self.pages.iter().all(|&i| (i as usize + 1) * IMAGE_PAGE <= self.len);
+        let ascending = self.pages.windows(2).all(|w| w[0] < w[1]);
+        if !self.len.is_multiple_of(page)
+            || !in_range
+            || !ascending
+            || self.bytes.len() != self.pages.len() * IMAGE_PAGE
+        {
+            return Err(format!("its image of a memory of {} bytes is malformed", self.len));
+        }
+        Ok(())
+    }
+
+    /// The memory it is an image of.
+    pub fn to_memory(&self) -> Vec<u8> {
+        let mut memory = vec![0; self.len];
+        self.write_to(&mut memory);
+        memory
     }
 
     /// Writes the image over `memory`, which is as long.
@@ -151,6 +190,46 @@ impl MemoryImage {
                 None if !is_zero(page) => page.fill(0),
                 None => {}
             }
+        }
+    }
+}
+
+/// An instance's state as a saved simulator keeps it.
+#[derive(Serialize, Deserialize)]
+pub struct SavedSnapshot {
+    memory: MemoryImage,
+    globals: Vec<SavedVal>,
+}
+
+/// A mutable global's value, floats as their bits. Validation leaves
+/// numbers only: reference-typed globals and SIMD are refused.
+#[derive(Serialize, Deserialize)]
+enum SavedVal {
+    I32(i32),
+    I64(i64),
+    F32(u32),
+    F64(u64),
+}
+
+impl SavedVal {
+    fn of(value: &Val) -> Option<Self> {
+        match *value {
+            Val::I32(v) => Some(Self::I32(v)),
+            Val::I64(v) => Some(Self::I64(v)),
+            Val::F32(v) => Some(Self::F32(v.to_bits())),
+            Val::F64(v) => Some(Self::F64(v.to_bits())),
+            _ => None,
+        }
+    }
+}
+
+impl From<SavedVal> for Val {
+    fn from(value: SavedVal) -> Self {
+        match value {
+            SavedVal::I32(v) => Val::I32(v),
+            SavedVal::I64(v) => Val::I64(v),
+            SavedVal::F32(bits) => Val::F32(F32::from_bits(bits)),
+            SavedVal::F64(bits) => Val::F64(F64::from_bits(bits)),
         }
     }
 }
@@ -279,6 +358,54 @@ impl Code {
         for (global, value) in self.globals.iter().zip(&snapshot.globals) {
             global.set(&mut store, value.clone()).expect("same type");
         }
+    }
+
+    /// The instance's state, to save; refused if a mutable global holds a
+    /// reference (a store handle).
+    pub fn save(&self, store: impl AsContext) -> Result<SavedSnapshot, String> {
+        let Snapshot { memory, globals } = self.snapshot(store);
+        let globals = globals
+            .iter()
+            .enumerate()
+            .map(|(i, value)| {
+                SavedVal::of(value).ok_or_else(|| {
+                    format!("its mutable global {i} holds a {:?} value, which cannot be saved", value.ty())
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(SavedSnapshot { memory, globals })
+    }
+
+    /// A live instance of `module` in `saved`'s state, built as
+    /// [`Code::restore`] builds one (no code runs), and that state as a
+    /// checkpoint. Unlike there, the memory may not fit the budget.
+    pub fn resume(
+        store: &mut Store<SystemState>,
+        module: Rc<CompiledModule>,
+        saved: SavedSnapshot,
+    ) -> Result<(Self, Snapshot), String> {
+        saved.memory.check(WASM_PAGE)?;
+        let code = Code::instantiate(store, module).map_err(|e| e.to_string())?;
+        let globals: Vec<Val> = saved.globals.into_iter().map(Val::from).collect();
+        let types_match = globals.len() == code.globals.len()
+            && code.globals.iter().zip(&globals).all(|(g, v)| g.ty(&*store).content() == v.ty());
+        if !types_match {
+            return Err("its saved globals do not match its module's".into());
+        }
+        let missing = saved
+            .memory
+            .len
+            .checked_sub(code.memory_len(&*store))
+            .ok_or("its saved memory is smaller than its module declares")?;
+        if missing > 0 {
+            store.data_mut().limiter.take_refusal();
+            code.memory.grow(&mut *store, (missing / WASM_PAGE) as u64).map_err(|e| {
+                store.data_mut().limiter.take_refusal().unwrap_or_else(|| format!("its memory: {e}"))
+            })?;
+        }
+        let snapshot = Snapshot { memory: saved.memory, globals };
+        code.load(&mut *store, &snapshot);
+        Ok((code, snapshot))
     }
 
     /// Returns a live instance to `snapshot`. Linear memory cannot shrink:

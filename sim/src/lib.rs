@@ -67,6 +67,7 @@ mod host_memory;
 mod message;
 mod metering;
 mod module;
+mod persist;
 mod sim;
 mod stable;
 mod stats;
@@ -76,6 +77,7 @@ mod validation;
 pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
 pub use message::{MessageId, Reject, RejectCode};
 pub use module::is_memory64;
+pub use persist::{RestoreError, SaveError, SavedSim};
 pub use sim::{
     Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Settings,
     Sim, SimBuilder, SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,

@@ -26,6 +26,17 @@ pub struct StableMemory {
 }
 
 impl StableMemory {
+    /// A memory of `bytes` (whole pages), checkpointed: its undo log is
+    /// not part of a saved state.
+    pub fn from_bytes(bytes: Vec<u8>) -> Self {
+        let pages_at_checkpoint = bytes.len() as u64 / PAGE_SIZE;
+        Self { bytes, undo: vec![], pages_at_checkpoint }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// The size in bytes.
     pub fn size(&self) -> u64 {
         self.bytes.len() as u64

@@ -4,6 +4,7 @@
 
 mod call_context;
 mod install;
+mod persist;
 mod query;
 mod rollback;
 
@@ -22,6 +23,7 @@ use crate::stats::CanisterStats;
 use crate::system_api::{self, EntryKind, MessageContext, SystemState};
 use call_context::{CallContext, Callback, Origin};
 pub use install::{InstallMode, Installation};
+pub use persist::SavedCanister;
 use rollback::Installed;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

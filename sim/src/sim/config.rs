@@ -104,10 +104,12 @@ pub const UPDATE_CALL_ROUND_LIMIT: u64 = 100;
 
 /// Builds a [`Sim`] with the given subnets.
 pub struct SimBuilder {
-    pub(super) subnet_ids: Vec<Principal>,
-    pub(super) config: SimConfig,
-    pub(super) tracing: bool,
-    pub(super) host_memory: Option<HostMemory>,
+    pub(crate) subnet_ids: Vec<Principal>,
+    pub(crate) config: SimConfig,
+    pub(crate) tracing: bool,
+    pub(crate) host_memory: Option<HostMemory>,
+    /// The configuration was given (other than the budget): a restore refuses it.
+    pub(crate) configured: bool,
 }
 
 impl SimBuilder {
@@ -135,6 +137,7 @@ impl SimBuilder {
     /// [`ONE_SECOND_NS`] for mainnet-like time.
     pub fn with_time_step(mut self, ns: u64) -> Self {
         self.config.time_step_ns = ns;
+        self.configured = true;
         self
     }
 
@@ -142,6 +145,7 @@ impl SimBuilder {
     /// (see [`SimConfig::xnet_latency_rounds`]).
     pub fn with_xnet_latency_rounds(mut self, rounds: u64) -> Self {
         self.config.xnet_latency_rounds = rounds;
+        self.configured = true;
         self
     }
 
@@ -164,6 +168,7 @@ impl SimBuilder {
     /// Replaces the whole configuration (an earlier `with_time_step` too).
     pub fn with_config(mut self, config: SimConfig) -> Self {
         self.config = config;
+        self.configured = true;
         self
     }
 
@@ -204,7 +209,13 @@ impl SimBuilder {
 impl Sim {
     /// A builder with no subnets and the default configuration.
     pub fn builder() -> SimBuilder {
-        SimBuilder { subnet_ids: vec![], config: SimConfig::default(), tracing: false, host_memory: None }
+        SimBuilder {
+            subnet_ids: vec![],
+            config: SimConfig::default(),
+            tracing: false,
+            host_memory: None,
+            configured: false,
+        }
     }
 
     /// The configuration it was built with.

@@ -120,7 +120,7 @@ fn chance(rng: &mut Pcg64Mcg, p: f64) -> bool {
 
 /// The faults still to come, and what was done.
 #[derive(Clone, Default, Serialize, Deserialize)]
-pub(super) struct FaultState {
+pub(crate) struct FaultState {
     drop_rate: f64,
     drop_rng: Option<Pcg64Mcg>,
     stalls: Vec<Stall>,

@@ -23,38 +23,39 @@ mod scheduler;
 
 pub use config::{ONE_SECOND_NS, RoundLimits, SimBuilder, SimConfig, UPDATE_CALL_ROUND_LIMIT};
 pub use error::SimError;
-use faults::FaultState;
+pub(crate) use faults::FaultState;
 pub(crate) use faults::TrapInjector;
 pub use faults::{Action, Event, Faults, Stall, TrapRate, Traps};
+pub(crate) use routing::Subnet;
+use routing::not_found;
 pub use routing::{IDS_PER_SUBNET, canister_id};
-use routing::{Subnet, not_found};
 
 #[derive(Clone, Serialize, Deserialize)]
-enum IngressState {
+pub(crate) enum IngressState {
     Processing,
     Completed(Payload),
 }
 
 /// The simulated IC.
 pub struct Sim {
-    engine: wasmi::Engine,
+    pub(crate) engine: wasmi::Engine,
     /// What the canisters hold of the host's memory.
-    host_memory: HostMemory,
-    config: SimConfig,
+    pub(crate) host_memory: HostMemory,
+    pub(crate) config: SimConfig,
     /// In ascending order of id bytes: the order of a tick.
-    subnets: Vec<Subnet>,
-    canisters: BTreeMap<Principal, Canister>,
-    ingress: BTreeMap<MessageId, IngressState>,
-    next_message: u64,
-    time: u64,
-    ticks: u64,
+    pub(crate) subnets: Vec<Subnet>,
+    pub(crate) canisters: BTreeMap<Principal, Canister>,
+    pub(crate) ingress: BTreeMap<MessageId, IngressState>,
+    pub(crate) next_message: u64,
+    pub(crate) time: u64,
+    pub(crate) ticks: u64,
     /// Fault injection: canisters that execute nothing before the given tick.
-    paused_until: BTreeMap<Principal, u64>,
+    pub(crate) paused_until: BTreeMap<Principal, u64>,
     /// Fault injection: seeded traps, events, stalls and dropped responses.
-    faults: FaultState,
-    tracing: bool,
+    pub(crate) faults: FaultState,
+    pub(crate) tracing: bool,
     /// The network's root key (DER), which `ic0.root_key_copy` gives.
-    root_key: Vec<u8>,
+    pub(crate) root_key: Vec<u8>,
 }
 
 /// The IC's root key (DER): what the replica gives `ic0.root_key_copy`
@@ -205,6 +206,19 @@ impl Sim {
         let id = canister_id(subnet as u64 * IDS_PER_SUBNET + s.next_canister);
         s.next_canister += 1;
         s.canisters.insert(id);
+        let state = self.new_system_state(id, subnet, controllers);
+        let canister = Canister::new(&self.engine, subnet, state, self.tracing);
+        self.canisters.insert(id, canister);
+        Ok(id)
+    }
+
+    /// A new canister's system state, on subnet `subnet` (an index).
+    pub(crate) fn new_system_state(
+        &self,
+        id: Principal,
+        subnet: usize,
+        controllers: Vec<Principal>,
+    ) -> SystemState {
         let limits = ApiLimits {
             queue_capacity: self.config.queue_capacity,
             max_instructions_per_message: self.config.max_instructions_per_message,
@@ -216,9 +230,7 @@ impl Sim {
             subnet_size: crate::cycles::SUBNET_SIZE as u32,
             root_key: self.root_key.clone(),
         };
-        let canister = Canister::new(&self.engine, subnet, state, self.tracing);
-        self.canisters.insert(id, canister);
-        Ok(id)
+        state
     }
 
     /// From now on subnet `subnet` assigns no id numbered below `number`

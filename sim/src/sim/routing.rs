@@ -10,11 +10,11 @@ use crate::message::{Message, Payload, Reject, RejectCode, Response};
 use crate::system_api;
 
 #[derive(Clone, Serialize, Deserialize)]
-pub(super) struct Subnet {
+pub(crate) struct Subnet {
     pub(super) id: Principal,
     /// Derived from the canisters' subnets on restore.
     #[serde(skip)]
-    pub(super) canisters: BTreeSet<Principal>,
+    pub(crate) canisters: BTreeSet<Principal>,
     /// Ingress messages submitted since the subnet's last round.
     pub(super) ingress_pool: Vec<Message>,
     /// Messages from other subnets' streams, inducted at its next round.

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use wasmi::{Caller, Engine, Error, Global, Memory, Store, Val};
 
-use crate::host_memory::{Held, HostMemory, STABLE_MEMORY_COPIES, StoreLimiter};
+use crate::host_memory::{Bytes, Held, HostMemory, STABLE_MEMORY_COPIES, StoreLimiter};
 use crate::stable::{OutOfBounds, StableMemory};
 
 pub use calls::too_large_for_another_subnet;
@@ -169,6 +169,18 @@ impl SystemState {
     /// reached within the budget before.
     pub fn settle_stable(&mut self) {
         self.stable_held.set(self.stable.size() * STABLE_MEMORY_COPIES);
+    }
+
+    /// Holds what stable memory takes of the budget (see
+    /// [`crate::host_memory`]) if it fits: for a restored state.
+    pub fn hold_stable(&mut self) -> Result<(), String> {
+        let size = self.stable.size();
+        let bytes = size.saturating_mul(STABLE_MEMORY_COPIES);
+        if self.stable_held.try_add(bytes) {
+            return Ok(());
+        }
+        let what = format!("stable memory of {}", Bytes(size));
+        Err(self.stable_held.budget().refusal(&what, bytes, STABLE_MEMORY_COPIES))
     }
 
     /// The balance the running message sees (outside one, the committed one).
