@@ -1,11 +1,13 @@
 //! The model, tested with the WAT fixtures: queues, call contexts,
-//! rollback, instructions, canister management.
+//! rollback, instructions, canister management, saving and restoring.
 
 mod common;
 
 use candid::Principal;
 use common::*;
-use sim::{RejectCode, Sim};
+use sim::{Action, Event, Faults, HostMemory, RejectCode, Sim, SimConfig, SimError, Stall, TrapRate, Traps};
+
+const KEEPER: &str = include_str!("fixtures/keeper.wat");
 
 #[test]
 fn a_pair_has_500_request_slots_shared_by_messages() {
@@ -297,4 +299,169 @@ fn a_failed_upgrade_leaves_the_canister_as_it_was_timer_included() {
     run_until_idle(&mut w.sim);
     let timer = w.sim.query_call(w.probe, controller(), "timer", vec![]).unwrap();
     assert_eq!(u32_at(&timer, 0), 1, "the old code's timer still fired");
+}
+
+/// What the simulator shows of itself and of `canisters`.
+fn view(sim: &Sim, canisters: &[Principal]) -> Vec<String> {
+    let mut view = vec![format!("{:?}", (sim.time(), sim.ticks(), sim.outstanding(), sim.subnets()))];
+    for &id in canisters {
+        view.push(format!(
+            "{:?}",
+            (
+                sim.cycle_balance(id),
+                sim.canister_version(id),
+                sim.env_vars(id),
+                sim.stable_memory_size(id),
+                sim.wasm_memory_size(id),
+                sim.certified_data(id),
+                sim.debug_log(id),
+                sim.stats(id),
+            )
+        ));
+    }
+    view
+}
+
+#[test]
+fn a_restored_simulator_keeps_every_canisters_state_and_goes_on() {
+    let mut sim = Sim::builder().with_subnet().with_subnet().with_xnet_latency_rounds(1).build();
+    let other = Principal::self_authenticating(b"second controller");
+    let keeper = sim.create_canister(0, vec![controller(), other]).unwrap();
+    sim.install_canister(keeper, &wat::parse_str(KEEPER).unwrap(), vec![], controller()).unwrap();
+    let wasms = canister_wasm::caller_and_callee().unwrap();
+    let caller = sim.create_canister(0, vec![controller()]).unwrap();
+    let no_args = candid::encode_args(()).unwrap();
+    sim.install_canister(caller, &wasms.caller, no_args.clone(), controller()).unwrap();
+    let callee = sim.create_canister(1, vec![controller()]).unwrap();
+    sim.install_canister(callee, &wasms.callee, no_args, controller()).unwrap();
+    // The caller finds its callee in the variable icp-cli sets.
+    sim.set_env_var(caller, controller(), "PUBLIC_CANISTER_ID:callee", &callee.to_text()).unwrap();
+    let parallel_calls = |sim: &mut Sim, n: u64| -> u64 {
+        let reply = sim.update_call(caller, controller(), "parallel_calls", candid::encode_one(n).unwrap());
+        candid::decode_one(&reply.unwrap()).unwrap()
+    };
+    assert_eq!(parallel_calls(&mut sim, 20), 20);
+    sim.update_call(keeper, controller(), "keep", "first".into()).unwrap();
+    assert_eq!(sim.take_certified_data_changes(), [keeper, caller, callee]);
+    sim.update_call(keeper, controller(), "keep", "second".into()).unwrap();
+    let timer = sim.time() + 10;
+    sim.update_call(keeper, controller(), "arm", timer.to_le_bytes().to_vec()).unwrap();
+    sim.set_frozen_reserve_cycles(keeper, other, 1_000).unwrap();
+
+    let mut restored = restored(&encoded(&sim));
+    let canisters = [keeper, caller, callee];
+    assert_eq!(view(&restored, &canisters), view(&sim, &canisters));
+    assert_eq!(restored.take_certified_data_changes(), [keeper], "not taken before the save");
+    assert_eq!(sim.take_certified_data_changes(), [keeper]);
+    let state = restored.query_call(keeper, controller(), "state", vec![]).unwrap();
+    assert_eq!(state, sim.query_call(keeper, controller(), "state", vec![]).unwrap());
+    assert_eq!(u64::from_le_bytes(state[0..8].try_into().unwrap()), 2, "kept twice");
+    assert_eq!(u32_at(&state, 8), 1.0f32.to_bits());
+    assert_eq!(
+        u64::from_le_bytes(state[12..20].try_into().unwrap()),
+        0x7ff4_0000_0000_0002,
+        "a NaN, bit for bit"
+    );
+    assert_eq!((u32_at(&state, 20), u32_at(&state, 24)), (0, 3), "no timer run yet; 3 pages");
+    assert_eq!(&state[28..38], b"\x06\0\0\0second", "stable memory");
+    assert_eq!(&state[64..], b"\x06\0\0\0second", "the heap");
+    assert_eq!(restored.debug_log(keeper).unwrap(), ["first", "second"]);
+    assert_eq!(restored.certified_data(keeper).unwrap(), b"second");
+    assert_eq!(restored.env_vars(caller).unwrap()["PUBLIC_CANISTER_ID:callee"], callee.to_text());
+    assert_eq!(restored.canister_version(keeper).unwrap(), 4, "installed, kept twice, armed");
+
+    // Both go on alike: the timer fires, updates and calls across subnets run,
+    // the same controllers may manage the canisters.
+    for sim in [&mut sim, &mut restored] {
+        for _ in 0..15 {
+            sim.tick();
+        }
+        sim.update_call(keeper, controller(), "keep", "third".into()).unwrap();
+        assert_eq!(parallel_calls(sim, 30), 30);
+        sim.set_env_var(keeper, other, "by", "the second controller").unwrap();
+        let stranger = Principal::anonymous();
+        let refused = sim.set_env_var(keeper, stranger, "by", "a stranger").unwrap_err();
+        assert_eq!(refused, SimError::NotAController { canister: keeper, sender: stranger });
+    }
+    assert_eq!(restored.debug_log(keeper).unwrap(), ["first", "second", "timer", "third"]);
+    let state = restored.query_call(keeper, controller(), "state", vec![]).unwrap();
+    assert_eq!(state, sim.query_call(keeper, controller(), "state", vec![]).unwrap());
+    assert_eq!(u32_at(&state, 20), 1, "the timer ran once");
+    assert_eq!(view(&restored, &canisters), view(&sim, &canisters));
+    assert_eq!(encoded(&restored), encoded(&sim));
+}
+
+#[test]
+fn saving_a_restored_simulator_gives_the_same_bytes() {
+    let mut w = world_with(Sim::builder().with_xnet_latency_rounds(3), 2, 2, 1);
+    let traps = vec![Traps { canister: w.callees[0], rate: TrapRate::Fraction(0.3) }];
+    let events = vec![Event { round: 9, canister: w.callees[1], action: Action::Stop }];
+    let stalls = vec![Stall { subnet: 1, from_round: 4, rounds: 2 }];
+    w.sim.inject_faults(Faults { seed: 5, traps, stalls, events, ..Faults::default() }).unwrap();
+    let records =
+        [record(w.callees[0], 40, Method::Ping, true), record(w.callees[1], 40, Method::Trap, false)];
+    submit_fan_out(&mut w.sim, w.probe, &records);
+    w.sim.pause_canister(w.callees[1], 3);
+    w.sim.tick();
+    w.sim.tick();
+    let open = w.sim.outstanding();
+    assert!(open.messages > 0 && open.call_contexts > 0 && open.calls_in_flight == 80, "{open:?}");
+    // Plain data: a server may encode it on another thread.
+    let saved = w.sim.save().unwrap();
+    let bytes = std::thread::spawn(move || postcard::to_stdvec(&saved).unwrap()).join().unwrap();
+    assert_eq!(encoded(&restored(&bytes)), bytes);
+}
+
+/// A canister whose `grow` adds `n` (a u32) pages to its memory, each written.
+const GROWER: &str = r#"(module
+  (import "ic0" "msg_arg_data_copy" (func $copy (param i32 i32 i32)))
+  (import "ic0" "msg_reply" (func $reply))
+  (memory 1)
+  (func (export "canister_update grow") (local $page i32) (local $end i32)
+    (call $copy (i32.const 0) (i32.const 0) (i32.const 4))
+    (local.set $page (memory.grow (i32.load (i32.const 0))))
+    (local.set $end (memory.size))
+    (block $done (loop $pages
+      (br_if $done (i32.ge_u (local.get $page) (local.get $end)))
+      (i32.store (i32.mul (local.get $page) (i32.const 65536)) (i32.const 1))
+      (local.set $page (i32.add (local.get $page) (i32.const 1)))
+      (br $pages)))
+    (call $reply)))"#;
+
+#[test]
+fn a_restore_is_refused_past_its_budget_or_with_subnets_or_a_configuration() {
+    let mut sim = Sim::builder().with_subnet().build();
+    // Restored in this order: the probe's stable memory, its heap, the grower's.
+    let probe = install(&mut sim, 0, PROBE);
+    sim.update_call(probe, controller(), "prepare", vec![]).unwrap();
+    let grower = install(&mut sim, 0, GROWER);
+    sim.update_call(grower, controller(), "grow", 99u32.to_le_bytes().to_vec()).unwrap();
+    let bytes = encoded(&sim);
+    let saved = || postcard::from_bytes(&bytes).unwrap();
+
+    let budget = HostMemory::new(16 << 20);
+    let err = Sim::builder().with_host_memory(&budget).restore(saved()).err().unwrap();
+    let expected = format!(
+        "cannot restore the simulator: canister {grower}: growing linear memory by 6.1 MiB would take 18.5 MiB (3 copies) of the simulator's host-memory budget of 16 MiB"
+    );
+    assert!(err.to_string().starts_with(&expected), "{err}");
+    assert_eq!(budget.used(), 0, "a refused restore holds nothing");
+    let err = Sim::builder().with_host_memory_budget(100 << 10).restore(saved()).err().unwrap();
+    assert!(err.to_string().contains("stable memory of 64 KiB would take 192 KiB"), "{err}");
+
+    let sim = Sim::builder().with_host_memory_budget(64 << 20).restore(saved()).unwrap();
+    assert_eq!(sim.config().host_memory_budget, 64 << 20, "the builder's budget");
+    assert_eq!(sim.wasm_memory_size(grower).unwrap(), 100 << 16);
+    assert_eq!(sim.stable_memory_size(probe).unwrap(), 1 << 16);
+
+    let refusal = "cannot restore the simulator: its subnets and configuration are the saved ones: give the builder neither";
+    let builders = [
+        Sim::builder().with_subnet(),
+        Sim::builder().with_config(SimConfig::default()),
+        Sim::builder().with_time_step(sim::ONE_SECOND_NS),
+        Sim::builder().with_xnet_latency_rounds(1),
+    ];
+    for builder in builders {
+        assert_eq!(builder.restore(saved()).err().unwrap().to_string(), refusal);
+    }
 }

@@ -6,7 +6,10 @@ mod common;
 use candid::Principal;
 use common::*;
 use proptest::prelude::*;
-use sim::{IDS_PER_SUBNET, MessageId, Sim, SimConfig};
+use sim::{
+    Action, Event, Faults, IDS_PER_SUBNET, MessageId, ONE_SECOND_NS, RejectCode, Sim, SimConfig, Stall,
+    TrapRate, Traps,
+};
 
 /// One `fan_out` message: submitted `after_ticks` ticks after the previous
 /// one, making calls to callees by index.
@@ -206,4 +209,120 @@ fn subnet_ids_stay_apart_beyond_256_subnets() {
         builder = builder.with_subnet();
     }
     assert_eq!(builder.build().subnets().len(), 600);
+}
+
+const SYSTEM_API: &str = include_str!("fixtures/system_api.wat");
+
+/// The ticks of [`fan_out_run`].
+const TICKS: u64 = 40;
+
+/// A fan-out across two subnets at its end.
+struct Run {
+    sim: Sim,
+    /// Its replies, statistics, balances, time, ticks, what is open, the
+    /// fault log and the probe's state.
+    shown: String,
+    /// Messages not executed yet, before each tick.
+    in_flight: Vec<usize>,
+    /// The canisters whose calls time out, whose responses are shed, and
+    /// which traps now and then.
+    waiter: Principal,
+    caller: Principal,
+    trapping: Principal,
+}
+
+/// A fan-out across two subnets, restored from its saved state before tick
+/// `restore_at` (counting from 0; [`TICKS`]: after the last). Every kind of
+/// in-flight state is there: streams (2 rounds of xnet latency), ingress
+/// pools, queues, call contexts, callbacks and their deadlines, a paused
+/// canister, a stalled subnet, pending events and the faults' generators.
+fn fan_out_run(wasms: &canister_wasm::CanisterWasms, restore_at: Option<u64>) -> Run {
+    let mut sim = Sim::builder()
+        .with_subnet()
+        .with_subnet()
+        .with_xnet_latency_rounds(2)
+        .with_time_step(ONE_SECOND_NS)
+        .build();
+    let probe = install(&mut sim, 0, PROBE);
+    let callees = [install(&mut sim, 1, CALLEE), install(&mut sim, 1, CALLEE)];
+    let caller = sim.create_canister(0, vec![controller()]).unwrap();
+    sim.install_canister(caller, &wasms.caller, candid::encode_args(()).unwrap(), controller()).unwrap();
+    let callee = sim.create_canister(1, vec![controller()]).unwrap();
+    sim.install_canister(callee, &wasms.callee, candid::encode_args(()).unwrap(), controller()).unwrap();
+    sim.update_call(caller, controller(), "setup_callee", candid::encode_one(callee).unwrap()).unwrap();
+    // A 30 s bounded-wait call to a canister held back past its deadline.
+    let waiter = install(&mut sim, 0, SYSTEM_API);
+    let held = install(&mut sim, 1, SYSTEM_API);
+    sim.pause_canister(held, 35);
+    let at = |round, canister, action| Event { round, canister, action };
+    let faults = Faults {
+        seed: 11,
+        traps: vec![Traps { canister: callees[0], rate: TrapRate::Fraction(0.3) }],
+        drop_best_effort_responses: 0.3,
+        stalls: vec![Stall { subnet: 1, from_round: 7, rounds: 2 }],
+        events: vec![at(12, callees[1], Action::Stop), at(16, callees[1], Action::Start)],
+    };
+    sim.inject_faults(faults).unwrap();
+    let fan_out = |n, reply_traps| {
+        [record(callees[0], n, Method::Ping, reply_traps), record(callees[1], n, Method::Trap, false)]
+    };
+    let calls = |n: u64| candid::encode_one(n).unwrap();
+    let mut messages = vec![];
+    let mut in_flight = vec![];
+    for tick in 0..=TICKS {
+        match tick {
+            0 => {
+                messages.push(submit_fan_out(&mut sim, probe, &fan_out(30, true)));
+                messages.push(sim.submit_call(caller, controller(), "parallel_calls", calls(40)).unwrap());
+                let arg = held.as_slice().to_vec();
+                messages.push(sim.submit_call(waiter, controller(), "call_deadline", arg).unwrap());
+            }
+            5 | 13 | 20 => messages.push(submit_fan_out(&mut sim, probe, &fan_out(10, tick == 5))),
+            9 => messages.push(sim.submit_call(caller, controller(), "parallel_calls", calls(10)).unwrap()),
+            _ => {}
+        }
+        if restore_at == Some(tick) {
+            let bytes = encoded(&sim);
+            sim = restored(&bytes);
+            assert!(encoded(&sim) == bytes, "restored at tick {tick}: saved again, the bytes differ");
+        }
+        in_flight.push(sim.outstanding().messages);
+        if tick < TICKS {
+            sim.tick();
+        }
+    }
+    let replies: Vec<_> = messages.iter().map(|&m| sim.ingress_status(m)).collect();
+    let canisters = [probe, callees[0], callees[1], caller, callee, waiter, held];
+    let stats: Vec<_> =
+        canisters.iter().map(|&c| (sim.stats(c).unwrap().clone(), sim.cycle_balance(c))).collect();
+    let probe_state = probe_state(&mut sim, probe);
+    let shown = format!(
+        "{:?}",
+        (replies, stats, sim.time(), sim.ticks(), sim.outstanding(), sim.fault_log(), probe_state)
+    );
+    Run { sim, shown, in_flight, waiter, caller, trapping: callees[0] }
+}
+
+#[test]
+fn a_run_saved_and_restored_at_any_tick_ends_as_the_run_that_never_stopped() {
+    let wasms = canister_wasm::caller_and_callee().unwrap();
+    let run = fan_out_run(&wasms, None);
+    let in_flight = &run.in_flight;
+    assert!(
+        in_flight[..20].iter().all(|&n| n > 0),
+        "messages in flight before every tick to 20: {in_flight:?}"
+    );
+    let stats = |id| run.sim.stats(id).unwrap();
+    let timed_out = |id| stats(id).rejects_received.get(&RejectCode::SysUnknown).copied();
+    assert_eq!(timed_out(run.waiter), Some(1), "its deadline passed");
+    assert!(timed_out(run.caller).is_some(), "responses were shed");
+    assert!(stats(run.trapping).traps > 0, "executions trapped");
+    let log = run.sim.fault_log().join("\n");
+    assert!(log.contains("round 12: stopped") && log.contains("round 16: started"), "{log}");
+    let bytes = encoded(&run.sim);
+    for tick in 0..=TICKS {
+        let restored = fan_out_run(&wasms, Some(tick));
+        assert_eq!(restored.shown, run.shown, "restored at tick {tick}");
+        assert!(encoded(&restored.sim) == bytes, "restored at tick {tick}: the final states differ");
+    }
 }

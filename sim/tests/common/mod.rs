@@ -106,6 +106,16 @@ pub fn submit_fan_out(sim: &mut Sim, probe: Principal, records: &[Vec<u8>]) -> M
     sim.submit_call(probe, controller(), "fan_out", records.concat()).unwrap()
 }
 
+/// The simulator saved and encoded as the servers encode it (postcard).
+pub fn encoded(sim: &Sim) -> Vec<u8> {
+    postcard::to_stdvec(&sim.save().unwrap()).unwrap()
+}
+
+/// The simulator that `bytes` (from [`encoded`]) restore.
+pub fn restored(bytes: &[u8]) -> Sim {
+    Sim::builder().restore(postcard::from_bytes(bytes).unwrap()).unwrap()
+}
+
 /// How many of a completed `fan_out`'s call_performs were refused.
 pub fn refused(sim: &Sim, id: MessageId) -> u32 {
     u32_at(&sim.ingress_status(id).expect("completed").expect("replied"), 0)
