@@ -17,6 +17,11 @@ pub struct Reject {
     pub error_code: String,
 }
 
+/// A backend's state, taken between rounds; encoding it, the larger part
+/// of the work for canisters with large memories, runs after the rounds go
+/// on, off the backend's thread.
+pub type SavedState = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
+
 /// The engine the interface serves: it owns the canisters and runs the
 /// rounds. It is driven from one thread, so it need not be `Send`.
 pub trait Backend {
@@ -76,4 +81,11 @@ pub trait Backend {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject>;
+
+    /// Its whole state, for a network that keeps one across restarts
+    /// ([`Network::start_saved`](crate::Network::start_saved) rebuilds the
+    /// backend from the bytes it encodes to); called between rounds.
+    fn save(&self) -> Result<SavedState, String> {
+        Err(format!("{} cannot save its state", self.description()))
+    }
 }

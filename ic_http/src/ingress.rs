@@ -9,6 +9,7 @@
 
 use candid::Principal;
 use ic_transport_types::RequestId;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ic_model::{Edits, Path, leb128};
@@ -16,6 +17,7 @@ use ic_model::{Edits, Path, leb128};
 use crate::backend::Reject;
 
 /// What the network keeps of one ingress message.
+#[derive(Clone, Serialize, Deserialize)]
 pub(crate) struct Request {
     /// Who sent it: only they may read its status.
     pub sender: Principal,
@@ -142,6 +144,42 @@ impl Requests {
                 self.done.insert((request.expiry, *id));
             }
         }
+    }
+}
+
+/// The messages as a network saves them: by request id.
+pub(crate) type SavedRequests = Vec<([u8; 32], Request)>;
+
+impl Requests {
+    pub fn save(&self) -> SavedRequests {
+        let mut saved: SavedRequests = self.by_id.iter().map(|(id, r)| (**id, r.clone())).collect();
+        saved.sort_by_key(|(_, r)| r.ticket);
+        saved
+    }
+
+    /// The messages `saved` holds, and each subnet's tree entries for their
+    /// statuses (`processing` while they run, else what `outcome` says of
+    /// their tickets), for a network resumed from a state.
+    pub fn restore(
+        saved: SavedRequests,
+        subnets: usize,
+        outcome: impl Fn(u64) -> Option<Result<Vec<u8>, Reject>>,
+    ) -> (Self, Vec<Edits>) {
+        let mut requests = Self::default();
+        let mut edits = vec![Edits::new(); subnets];
+        for (id, request) in saved {
+            let id = RequestId::new(&id);
+            let status = if request.done { outcome(request.ticket) } else { None };
+            let entries = status_entries(&id, status).into_iter().map(|(path, value)| (path, Some(value)));
+            edits.get_mut(request.subnet).expect("a subnet the state has").extend(entries);
+            if request.done {
+                requests.done.insert((request.expiry, id));
+            } else {
+                requests.running.insert(request.ticket, id);
+            }
+            requests.by_id.insert(id, request);
+        }
+        (requests, edits)
     }
 }
 

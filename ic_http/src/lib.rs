@@ -20,8 +20,9 @@ mod network;
 mod request;
 mod routes;
 mod serving;
+mod state_file;
 
-pub use backend::{Backend, Reject};
-pub use network::{Network, Options};
+pub use backend::{Backend, Reject, SavedState};
+pub use network::{Network, Options, Persistence, SaveReport};
 pub use routes::{MAX_REQUEST_BYTES, router};
 pub use serving::{RequestLimits, serve, serve_forever, serve_locally};

@@ -2,14 +2,18 @@
 //! state, and the round that certifies it.
 
 use ic_model::{CertifiedState, SubnetState};
+use serde::{Deserialize, Serialize};
 use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{oneshot, watch};
 
-use crate::backend::Backend;
-use crate::ingress::Requests;
+use crate::backend::{Backend, SavedState};
+use crate::ingress::{Requests, SavedRequests};
+use crate::state_file::StateDir;
 
 /// An idle network still runs a round (timers fire) and certifies a new
 /// `/time` this often, so that its certificates stay fresh for the agents
@@ -45,6 +49,77 @@ fn wall_clock() -> u64 {
     u64::try_from(since_epoch.as_nanos()).expect("before the year 2554")
 }
 
+/// Where a network keeps its state across restarts ([`Network::start_saved`]).
+#[derive(Clone, Debug)]
+pub struct Persistence {
+    /// The state directory: created if need be, and locked while the
+    /// network runs.
+    pub dir: PathBuf,
+    /// Names the format of what the backend saves: a state saved under
+    /// another name is refused, not misread.
+    pub backend_format: String,
+    /// How often, while the network is active, it writes a checkpoint
+    /// (a `kill -9` loses what happened since the last).
+    pub checkpoint_every: Duration,
+}
+
+/// Bumped whenever [`Saved`] or what it holds changes.
+const FORMAT: u32 = 1;
+
+/// What a network saves of its own: its rounds and its ingress messages
+/// (without them a request sent again after a restart would execute
+/// again). The backend's state follows it in the file, as the backend
+/// wrote it (not encoded again: it may be GiBs).
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    rounds: u64,
+    requests: SavedRequests,
+}
+
+/// What one save cost.
+#[derive(Clone, Copy, Debug)]
+pub struct SaveReport {
+    /// The state file's body.
+    pub bytes: usize,
+    /// How long the rounds stopped for, while the backend took its state.
+    pub snapshot: Duration,
+    /// How long encoding and writing it took (off the backend's thread for
+    /// a checkpoint).
+    pub write: Duration,
+}
+
+/// The state directory and the checkpoint being written.
+struct Saver {
+    dir: StateDir,
+    writer: String,
+    every: Duration,
+    writing: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Saver {
+    fn busy(&self) -> bool {
+        self.writing.lock().expect("not poisoned").as_ref().is_some_and(|w| !w.is_finished())
+    }
+
+    /// Waits for the checkpoint being written, if any.
+    fn wait(&self) {
+        if let Some(writing) = self.writing.lock().expect("not poisoned").take() {
+            let _ = writing.join();
+        }
+    }
+
+    /// Encodes the backend's state and writes the file; its size and how
+    /// long that took.
+    fn write(&self, (own, backend): Snapshot) -> Result<(usize, Duration), String> {
+        let started = Instant::now();
+        let backend = backend()?;
+        self.dir
+            .write(&self.writer, &[&own, &backend])
+            .map_err(|e| format!("cannot save the state in {}: {e}", self.dir.path().display()))?;
+        Ok((own.len() + backend.len(), started.elapsed()))
+    }
+}
+
 type Job = Box<dyn FnOnce(&mut dyn Backend) + Send>;
 
 /// What the backend's thread and the HTTP handlers share.
@@ -56,6 +131,7 @@ pub(crate) struct Certified {
     pub requests: Mutex<Requests>,
     /// Rounds certified so far: a handler waiting for an outcome watches it.
     pub rounds: watch::Sender<u64>,
+    saver: Option<Saver>,
 }
 
 /// A network served over one backend; clones share it. The backend's
@@ -85,33 +161,116 @@ impl Network {
         make: impl FnOnce() -> Box<dyn Backend> + Send + 'static,
         options: Options,
     ) -> Result<Self, String> {
+        Self::launch(move |_| Ok(make()), options, None)
+    }
+
+    /// Starts a network that keeps its state in a directory: `make` builds
+    /// the backend from the bytes it last saved there ([`Backend::save`]),
+    /// `None` the first time. The network writes a checkpoint while it is
+    /// active, and the whole state at [`Network::save`]; a state that
+    /// another format wrote is refused with one line.
+    pub fn start_saved(
+        make: impl FnOnce(Option<Vec<u8>>) -> Result<Box<dyn Backend>, String> + Send + 'static,
+        options: Options,
+        persistence: Persistence,
+    ) -> Result<Self, String> {
+        Self::launch(make, options, Some(persistence))
+    }
+
+    fn launch(
+        make: impl FnOnce(Option<Vec<u8>>) -> Result<Box<dyn Backend>, String> + Send + 'static,
+        options: Options,
+        persistence: Option<Persistence>,
+    ) -> Result<Self, String> {
+        let (saver, saved) = match persistence {
+            None => (None, None),
+            Some(persistence) => {
+                let dir = StateDir::open(&persistence.dir)?;
+                let writer = format!("ic_http state {FORMAT} over {}", persistence.backend_format);
+                let saved = match dir.read(&writer)? {
+                    None => None,
+                    Some(body) => {
+                        let (saved, backend) = postcard::take_from_bytes::<Saved>(&body).map_err(|e| {
+                            format!(
+                                "{}: cannot be read ({e}), although its format is this one's",
+                                dir.path().display()
+                            )
+                        })?;
+                        Some((saved, backend.to_vec()))
+                    }
+                };
+                (
+                    Some(Saver {
+                        dir,
+                        writer,
+                        every: persistence.checkpoint_every,
+                        writing: Mutex::default(),
+                    }),
+                    saved,
+                )
+            }
+        };
         let (jobs, inbox) = mpsc::channel::<Job>();
         let (ready, started) = mpsc::channel();
         let clock = options.clock.clone();
         std::thread::Builder::new()
             .name("ic_http backend".into())
             .spawn(move || {
-                let mut backend = make();
+                let (rounds, requests, backend) = match saved {
+                    None => (0, vec![], None),
+                    Some((saved, backend)) => (saved.rounds, saved.requests, Some(backend)),
+                };
+                let mut backend = match make(backend) {
+                    Ok(backend) => backend,
+                    Err(why) => {
+                        let _ = ready.send(Err(why));
+                        return;
+                    }
+                };
                 let time = follow_clock(&mut *backend, &clock);
                 let state = backend.certified_state();
-                for subnet in state.subnets() {
-                    subnet.certify(time, vec![]);
+                let (requests, edits) =
+                    Requests::restore(requests, state.subnets().len(), |ticket| backend.outcome(ticket));
+                for (subnet, edits) in state.subnets().iter().zip(edits) {
+                    subnet.certify(time, edits);
                 }
                 let certified = Arc::new(Certified {
                     state,
                     description: backend.description(),
                     clock,
-                    requests: Mutex::default(),
-                    rounds: watch::Sender::new(0),
+                    requests: Mutex::new(requests),
+                    rounds: watch::Sender::new(rounds),
+                    saver,
                 });
-                if ready.send(certified.clone()).is_err() {
+                if ready.send(Ok(certified.clone())).is_err() {
                     return;
                 }
                 drive(&mut *backend, &certified, &inbox, options.round_interval);
             })
             .map_err(|e| format!("cannot start the backend's thread: {e}"))?;
-        let certified = started.recv().map_err(|_| "the backend failed to start".to_string())?;
+        let certified = started.recv().map_err(|_| "the backend failed to start".to_string())??;
         Ok(Self { certified, jobs, broken: Arc::default() })
+    }
+
+    /// Writes the whole state to the state directory now (after the
+    /// checkpoint being written, if any), between rounds; what a server
+    /// does as it stops. `Err` without a state directory.
+    pub fn save(&self) -> Result<SaveReport, String> {
+        if self.certified.saver.is_none() {
+            return Err("this network has no state directory".into());
+        }
+        let certified = self.certified.clone();
+        let (answer, answered) = oneshot::channel();
+        let job: Job = Box::new(move |backend| {
+            let saver = certified.saver.as_ref().expect("checked above");
+            saver.wait();
+            let _ = answer.send(snapshot(backend, &certified).and_then(|(taken, snapshot)| {
+                let (bytes, write) = saver.write(taken)?;
+                Ok(SaveReport { bytes, snapshot, write })
+            }));
+        });
+        self.jobs.send(job).map_err(|_| "the backend's thread has ended".to_string())?;
+        answered.blocking_recv().map_err(|_| "the backend's thread has ended".to_string())?
     }
 
     /// The root key (DER), which agents are given to verify certificates.
@@ -189,6 +348,43 @@ impl Network {
     }
 }
 
+/// The network's own part of its state, encoded, and the backend's, to encode.
+type Snapshot = (Vec<u8>, SavedState);
+
+/// The network's state, and how long the rounds stopped to take it.
+fn snapshot(backend: &dyn Backend, certified: &Certified) -> Result<(Snapshot, Duration), String> {
+    let started = Instant::now();
+    let saved = Saved {
+        rounds: *certified.rounds.borrow(),
+        requests: certified.requests.lock().expect("not poisoned").save(),
+    };
+    let own = postcard::to_stdvec(&saved).map_err(|e| format!("cannot serialize the state: {e}"))?;
+    Ok(((own, backend.save()?), started.elapsed()))
+}
+
+/// Writes a checkpoint on a thread of its own, unless the last is still
+/// being written; whether it did.
+fn checkpoint(backend: &dyn Backend, certified: &Arc<Certified>) -> bool {
+    let Some(saver) = &certified.saver else { return false };
+    if saver.busy() {
+        return false;
+    }
+    match snapshot(backend, certified) {
+        Ok((taken, _)) => {
+            let certified = certified.clone();
+            let writing = std::thread::spawn(move || {
+                let saver = certified.saver.as_ref().expect("a saver");
+                if let Err(why) = saver.write(taken) {
+                    eprintln!("checkpoint failed: {why}");
+                }
+            });
+            *saver.writing.lock().expect("not poisoned") = Some(writing);
+        }
+        Err(why) => eprintln!("checkpoint failed: {why}"),
+    }
+    true
+}
+
 /// Moves the backend's time on to the clock's, as PocketIC's auto-progress
 /// does, and never back; returns the time.
 fn follow_clock(backend: &mut dyn Backend, clock: &Clock) -> u64 {
@@ -202,7 +398,7 @@ fn follow_clock(backend: &mut dyn Backend, clock: &Clock) -> u64 {
 /// there is work, and one every [`IDLE_ROUND_EVERY`] when there is none.
 fn drive(
     backend: &mut dyn Backend,
-    certified: &Certified,
+    certified: &Arc<Certified>,
     inbox: &mpsc::Receiver<Job>,
     interval: Option<Duration>,
 ) {
@@ -211,10 +407,13 @@ fn drive(
     };
     let pace = interval.unwrap_or(IDLE_ROUND_EVERY);
     let mut last = Instant::now();
+    // Whether anything but time changed since the last checkpoint.
+    let (mut active, mut last_checkpoint) = (false, Instant::now());
     loop {
         let wait = if busy(backend) { Duration::ZERO } else { pace.saturating_sub(last.elapsed()) };
         match inbox.recv_timeout(wait) {
             Ok(job) => {
+                active = true;
                 job(backend);
                 // What else comes within a block's window runs before the
                 // round, as the replica inducts a block of messages at once
@@ -229,7 +428,15 @@ fn drive(
         }
         if busy(backend) || last.elapsed() >= pace {
             last = Instant::now();
+            active |= backend.has_work();
             round(backend, certified);
+        }
+        if let Some(saver) = &certified.saver
+            && active
+            && last_checkpoint.elapsed() >= saver.every
+            && checkpoint(backend, certified)
+        {
+            (active, last_checkpoint) = (false, Instant::now());
         }
     }
 }

@@ -9,7 +9,7 @@ use ic_agent::identity::{
     AnonymousIdentity, BasicIdentity, DelegatedIdentity, Prime256v1Identity, Secp256k1Identity,
 };
 use ic_agent::{Agent, AgentError, Identity, RequestId};
-use ic_http::{Backend, Network, Options, Reject};
+use ic_http::{Backend, Network, Options, Persistence, Reject};
 use ic_model::{CertifiedState, Keys, SubnetRanges};
 use ic_transport_types::{Delegation, Envelope, EnvelopeContent, SignedDelegation};
 use std::sync::Arc;
@@ -44,7 +44,29 @@ impl Echo {
         let state = Arc::new(CertifiedState::new(Keys::from_seed(seed), &subnets, 0));
         Self { state, time: 0, count: 0, messages: vec![] }
     }
+
+    /// The engine [`Backend::save`] saved, with keys from `seed`.
+    fn restore(seed: u64, saved: &[u8]) -> Self {
+        let (time, count, messages): (u64, u64, Vec<SavedMessage>) = serde_cbor::from_slice(saved).unwrap();
+        let messages = messages
+            .into_iter()
+            .map(|(to, from, method, arg, outcome)| {
+                let outcome = outcome.map(|o| {
+                    o.map_err(|(code, message, error_code)| Reject {
+                        code: ic_transport_types::RejectCode::try_from(code).unwrap(),
+                        message,
+                        error_code,
+                    })
+                });
+                (to, from, method, arg, outcome)
+            })
+            .collect();
+        Self { time, count, messages, ..Self::new(seed) }
+    }
 }
+
+/// A [`Message`] with its reject as a tuple, as [`Echo`] saves it.
+type SavedMessage = (Principal, Principal, String, Vec<u8>, Option<Result<Vec<u8>, (u64, String, String)>>);
 
 /// A message submitted: to, from, method, argument, and its outcome once executed.
 type Message = (Principal, Principal, String, Vec<u8>, Option<Result<Vec<u8>, Reject>>);
@@ -113,6 +135,21 @@ impl Backend for Echo {
 
     fn has_work(&self) -> bool {
         self.messages.iter().any(|m| m.4.is_none())
+    }
+
+    fn save(&self) -> Result<ic_http::SavedState, String> {
+        let messages: Vec<SavedMessage> = self
+            .messages
+            .iter()
+            .map(|(to, from, method, arg, outcome)| {
+                let outcome = outcome
+                    .clone()
+                    .map(|o| o.map_err(|reject| (reject.code as u64, reject.message, reject.error_code)));
+                (*to, *from, method.clone(), arg.clone(), outcome)
+            })
+            .collect();
+        let saved = serde_cbor::to_vec(&(self.time, self.count, messages)).unwrap();
+        Ok(Box::new(move || Ok(saved)))
     }
 
     fn tick(&mut self) {
@@ -659,4 +696,94 @@ async fn a_read_state_carries_a_nonce_of_at_most_32_bytes() {
         }
     }
     assert!(agent.read_state_raw(vec![vec!["time".into()]], canister(1)).await.is_ok(), "still serving");
+}
+
+/// A network over [`Echo`] that keeps its state in `dir`, on a runtime of
+/// its own: dropping the runtime stops it.
+fn start_saved(
+    dir: &std::path::Path,
+    format: &str,
+) -> Result<(tokio::runtime::Runtime, String, Network), String> {
+    let persistence = Persistence {
+        dir: dir.to_path_buf(),
+        backend_format: format.into(),
+        checkpoint_every: std::time::Duration::from_secs(3600),
+    };
+    let make = |saved: Option<Vec<u8>>| -> Result<Box<dyn Backend>, String> {
+        Ok(Box::new(match saved {
+            None => Echo::new(0),
+            Some(saved) => Echo::restore(0, &saved),
+        }))
+    };
+    // The last network on `dir` lets go of its lock once its thread ends.
+    let mut tries = 0;
+    let network = loop {
+        match Network::start_saved(make, Options::default(), persistence.clone()) {
+            Err(why) if why.contains("another process") && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            started => break started?,
+        }
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let url = runtime.block_on(ic_http::serve_locally(network.clone())).unwrap();
+    Ok((runtime, url, network))
+}
+
+#[test]
+fn a_network_started_again_on_its_state_dir_keeps_its_outcomes_and_executes_nothing_twice() {
+    let dir = std::env::temp_dir().join(format!("ic_http-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let key = ic_ed25519::PrivateKey::deserialize_raw_32(&[21; 32]);
+    let (id, envelope) = count_envelope(&key, 1);
+    let submit = |runtime: &tokio::runtime::Runtime, url: &str| {
+        let status = runtime.block_on(async {
+            let response = reqwest::Client::new()
+                .post(format!("{url}/api/v3/canister/{}/call", canister(1)))
+                .header("content-type", "application/cbor")
+                .body(envelope.clone())
+                .send()
+                .await
+                .unwrap();
+            response.status().as_u16()
+        });
+        assert_eq!(status, 200);
+    };
+    let status_of = |runtime: &tokio::runtime::Runtime, url: &str| {
+        runtime.block_on(async {
+            let sender = agent(url, BasicIdentity::from_raw_key(&[21; 32])).await;
+            match sender.request_status_raw(&id, canister(1)).await.unwrap().0 {
+                RequestStatusResponse::Replied(reply) => reply.arg,
+                other => panic!("expected a reply, got {other:?}"),
+            }
+        })
+    };
+
+    let (runtime, url, network) = start_saved(&dir, "echo 1").unwrap();
+    submit(&runtime, &url);
+    assert_eq!(status_of(&runtime, &url), 1u64.to_be_bytes());
+    let report = network.save().unwrap();
+    assert!(report.bytes > 0);
+    let rounds = network.rounds();
+    drop((runtime, network));
+
+    let (runtime, url, network) = start_saved(&dir, "echo 1").unwrap();
+    assert_eq!(network.rounds(), rounds, "the round counter goes on");
+    assert_eq!(network.remembered_requests(), 1);
+    assert_eq!(status_of(&runtime, &url), 1u64.to_be_bytes(), "its certified outcome is the same");
+    submit(&runtime, &url);
+    let next = runtime.block_on(async {
+        let sender = agent(&url, BasicIdentity::from_raw_key(&[21; 32])).await;
+        sender.update(&canister(1), "count").call_and_wait().await.unwrap()
+    });
+    assert_eq!(next, 2u64.to_be_bytes(), "the request sent again was not executed again");
+    drop((runtime, network));
+
+    let refused = start_saved(&dir, "echo 2").err().unwrap();
+    assert!(
+        refused.contains("written by ic_http state 1 over echo 1; this is ic_http state 1 over echo 2"),
+        "{refused}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -251,6 +251,11 @@ pub struct CertifiedState {
 }
 
 impl CertifiedState {
+    /// The keys that sign it.
+    pub fn keys(&self) -> Keys {
+        self.keys
+    }
+
     /// The state of a network of `subnets` whose keys `keys` derive, each
     /// subnet certified once at `time` with the topology alone.
     pub fn new(keys: Keys, subnets: &[SubnetRanges], time: u64) -> Self {

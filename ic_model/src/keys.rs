@@ -32,6 +32,11 @@ impl Keys {
         Self { seed }
     }
 
+    /// The seed they derive from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     fn secret(&self, what: &str) -> [u8; 32] {
         let mut secret: [u8; 32] = Sha256::new()
             // The crate that first derived them: a seed keeps its root key.
