@@ -39,6 +39,18 @@ pub fn backend(mut sim: sim::Sim, keys: Keys) -> Result<Box<dyn Backend>, String
     Ok(Box::new(Instance::with_keys(sim, keys, true)))
 }
 
+/// The backend [`Backend::save`] saved, resumed where it stood: same
+/// canisters, messages, keys and time, if `accept` takes its simulator and
+/// keys (a network refuses a state made with other settings than its own).
+pub fn resume(
+    saved: &[u8],
+    accept: impl FnOnce(&sim::Sim, Keys) -> Result<(), String>,
+) -> Result<Box<dyn Backend>, String> {
+    let instance = crate::saved::restore(saved, None)?;
+    accept(&instance.sim, instance.certified.keys())?;
+    Ok(Box::new(instance))
+}
+
 impl Backend for Instance {
     fn description(&self) -> String {
         DESCRIPTION.into()
@@ -93,6 +105,10 @@ impl Backend for Instance {
 
     fn has_work(&self) -> bool {
         self.sim.busy()
+    }
+
+    fn save(&self) -> Result<ic_http::SavedState, String> {
+        crate::saved::save(self)
     }
 
     fn tick(&mut self) {

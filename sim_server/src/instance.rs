@@ -7,6 +7,7 @@ use ic_management_canister_types::CanisterStatusType;
 use ic_model::{CanisterState, CertifiedState, Keys, SubnetRanges};
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{RawEffectivePrincipal, RawMessageId, Topology};
+use serde::{Deserialize, Serialize};
 use sim::Sim;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -20,6 +21,7 @@ pub const AWAIT_ROUNDS: u64 = sim::UPDATE_CALL_ROUND_LIMIT;
 pub type CallResult = Result<Vec<u8>, RejectResponse>;
 
 /// What PocketIC knows about a canister and the simulator does not tell.
+#[derive(Clone, Serialize, Deserialize)]
 pub struct CanisterInfo {
     pub subnet: Principal,
     pub controllers: Vec<Principal>,
@@ -30,6 +32,7 @@ pub struct CanisterInfo {
     /// The chunk store, by each chunk's sha256.
     pub chunks: BTreeMap<Vec<u8>, Vec<u8>>,
     /// The settings the simulator does not keep (see [`crate::settings`]).
+    #[serde(with = "crate::saved::candid_bytes")]
     pub settings: ic_management_canister_types::DefiniteCanisterSettings,
     /// The installed module's size in bytes, as sent (maybe gzipped).
     pub module_size: u64,
@@ -52,20 +55,23 @@ impl CanisterInfo {
 
 /// A custom section a module declares as metadata (`icp:public <name>` or
 /// `icp:private <name>`).
+#[derive(Clone, Serialize, Deserialize)]
 pub struct Metadata {
     pub name: String,
     pub public: bool,
     pub content: Vec<u8>,
 }
 
-enum Outcome {
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) enum Outcome {
     /// Executed by the simulator's rounds.
     InSim(sim::MessageId),
     /// A management call: done when it was submitted.
     Done(CallResult),
 }
 
-struct Message {
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct Message {
     sender: Principal,
     outcome: Outcome,
 }
@@ -74,9 +80,9 @@ pub struct Instance {
     pub sim: Sim,
     pub canisters: BTreeMap<Principal, CanisterInfo>,
     /// By index, the id PocketIC's client is given; a network forgets them.
-    messages: BTreeMap<u64, Message>,
+    pub(crate) messages: BTreeMap<u64, Message>,
     /// The index the next message gets: indices are never reused.
-    next_message: u64,
+    pub(crate) next_message: u64,
     /// Canisters created, installed or deleted since their entries were
     /// last staged in the certified state.
     pub changed: BTreeSet<Principal>,
@@ -98,7 +104,7 @@ fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
 /// The subnets of `sim` and the canister ids each hosts. The cycles
 /// ledger's id lies outside every range the simulator assigns: with the
 /// system canisters, the first subnet hosts it, as one of the IC's does.
-fn subnet_ranges(sim: &Sim, system_canisters: bool) -> Vec<SubnetRanges> {
+pub(crate) fn subnet_ranges(sim: &Sim, system_canisters: bool) -> Vec<SubnetRanges> {
     let ranges = |index| {
         let range = topology::canister_range(index);
         (Principal::from(range.start), Principal::from(range.end))

@@ -63,7 +63,7 @@ fn sim_for(config: &InstanceConfig, host_memory: &HostMemory, max_instructions: 
         ("system subnets", !subnets.system.is_empty()),
         ("cloud engine subnets", !subnets.cloud_engine.is_empty()),
         ("verified application subnets", !subnets.verified_application.is_empty()),
-        ("a state directory", config.state_dir.is_some()),
+        ("a state directory (`multi_subnet network --state-dir` keeps one)", config.state_dir.is_some()),
         ("an HTTP gateway", config.http_gateway_config.is_some()),
         ("ICP features", config.icp_features.as_ref().is_some_and(|f| *f != Default::default())),
         ("auto progress", matches!(config.initial_time, Some(InitialTime::AutoProgress(_)))),

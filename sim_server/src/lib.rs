@@ -11,13 +11,17 @@ mod instance;
 mod instances;
 mod live;
 mod management;
+mod saved;
 mod server;
 mod settings;
 mod system_canisters;
 mod topology;
 
-pub use ic_http_backend::{DESCRIPTION as IC_HTTP_DESCRIPTION, backend as ic_http_backend};
+pub use ic_http_backend::{
+    DESCRIPTION as IC_HTTP_DESCRIPTION, backend as ic_http_backend, resume as resume_ic_http_backend,
+};
 pub use instances::Limits;
+pub use saved::format as state_format;
 pub use server::{MAX_BODY_BYTES, Options, Running, serve, serve_forever};
 
 /// What the server is, in one line: it says so when it starts and in every

@@ -1,0 +1,98 @@
+//! An instance's whole state as bytes, for a network that keeps its state
+//! across restarts: the simulator's, what PocketIC's API keeps beside it,
+//! and the seed of its keys. The certified state is rebuilt from them.
+
+use candid::Principal;
+use ic_model::{CertifiedState, Keys};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::instance::{CanisterInfo, Instance, Message, subnet_ranges};
+
+/// Bumped whenever [`SavedInstance`] or what it holds changes (the
+/// simulator's part has a number of its own).
+const FORMAT: u32 = 1;
+
+/// The format of what [`save`] writes: a state saved under another is
+/// refused.
+pub fn format() -> String {
+    format!("sim_server instance {FORMAT}, sim {}", sim::SavedSim::FORMAT)
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedInstance {
+    sim: sim::SavedSim,
+    seed: u64,
+    canisters: BTreeMap<Principal, CanisterInfo>,
+    messages: BTreeMap<u64, Message>,
+    next_message: u64,
+    system_canisters: bool,
+    ledger_blocks: u64,
+}
+
+/// The instance's state, between rounds, to encode later (on another thread).
+pub fn save(instance: &Instance) -> Result<ic_http::SavedState, String> {
+    let saved = SavedInstance {
+        sim: instance.sim.save().map_err(|e| e.to_string())?,
+        seed: instance.certified.keys().seed(),
+        canisters: instance.canisters.iter().map(|(id, info)| (*id, info.clone())).collect(),
+        messages: instance.messages.iter().map(|(index, m)| (*index, m.clone())).collect(),
+        next_message: instance.next_message,
+        system_canisters: instance.system_canisters,
+        ledger_blocks: instance.ledger_blocks,
+    };
+    Ok(Box::new(move || {
+        // Sized first: growing a buffer of many MiB copies it again and again.
+        let size = postcard::experimental::serialized_size(&saved);
+        size.and_then(|size| postcard::to_extend(&saved, Vec::with_capacity(size)))
+            .map_err(|e| format!("cannot serialize the instance: {e}"))
+    }))
+}
+
+/// The instance [`save`] saved, its canisters staged in a new certified
+/// state signed with the same keys.
+pub fn restore(bytes: &[u8], budget: Option<&sim::HostMemory>) -> Result<Instance, String> {
+    let saved: SavedInstance =
+        postcard::from_bytes(bytes).map_err(|e| format!("cannot read the saved instance: {e}"))?;
+    let builder = match budget {
+        Some(budget) => sim::Sim::builder().with_host_memory(budget),
+        None => sim::Sim::builder(),
+    };
+    let sim = builder.restore(saved.sim).map_err(|e| e.to_string())?;
+    let keys = Keys::from_seed(saved.seed);
+    let certified = CertifiedState::new(keys, &subnet_ranges(&sim, saved.system_canisters), sim.time());
+    let mut instance = Instance {
+        changed: saved.canisters.keys().copied().collect(),
+        sim,
+        canisters: saved.canisters,
+        messages: saved.messages,
+        next_message: saved.next_message,
+        certified: Arc::new(certified),
+        system_canisters: saved.system_canisters,
+        ledger_blocks: saved.ledger_blocks,
+    };
+    instance.stage_changes();
+    Ok(instance)
+}
+
+/// A candid value as its candid bytes: some candid types (`Nat`) read only
+/// from self-describing formats.
+pub mod candid_bytes {
+    use candid::CandidType;
+    use serde::de::{DeserializeOwned, Error as _};
+    use serde::ser::Error as _;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<T: CandidType, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
+        let bytes = candid::encode_one(value).map_err(S::Error::custom)?;
+        serializer.serialize_bytes(&bytes)
+    }
+
+    pub fn deserialize<'de, T: CandidType + DeserializeOwned, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<T, D::Error> {
+        let bytes: serde_bytes::ByteBuf = serde::Deserialize::deserialize(deserializer)?;
+        candid::decode_one(&bytes).map_err(D::Error::custom)
+    }
+}
