@@ -144,7 +144,13 @@ const WASM_PAGE: usize = 65536;
 
 impl MemoryImage {
     pub fn of(memory: &[u8]) -> Self {
-        let mut image = Self { len: memory.len(), ..Self::default() };
+        // Counted first, so that the bytes are copied once.
+        let kept = memory.chunks(IMAGE_PAGE).filter(|page| !is_zero(page)).count();
+        let mut image = Self {
+            len: memory.len(),
+            pages: Vec::with_capacity(kept),
+            bytes: Vec::with_capacity(kept * IMAGE_PAGE),
+        };
         for (i, page) in memory.chunks(IMAGE_PAGE).enumerate() {
             if !is_zero(page) {
                 image.pages.push(i as u32);

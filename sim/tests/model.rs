@@ -412,6 +412,25 @@ fn saving_a_restored_simulator_gives_the_same_bytes() {
     assert_eq!(encoded(&restored(&bytes)), bytes);
 }
 
+/// The bytes a small saved simulator encodes to. It fails when a saved
+/// type changes: bump `SavedSim::FORMAT` (a state file of the old layout
+/// must be refused, not misread), then update the hash.
+#[test]
+fn the_saved_layout_is_pinned_by_its_format_number() {
+    use sha2::Digest;
+    let mut sim = Sim::builder().with_subnet().with_subnet().build();
+    let keeper = sim.create_canister(1, vec![controller()]).unwrap();
+    sim.install_canister(keeper, &wat::parse_str(KEEPER).unwrap(), vec![], controller()).unwrap();
+    sim.update_call(keeper, controller(), "keep", "pinned".into()).unwrap();
+    let bytes = postcard::to_stdvec(&sim.save().unwrap()).unwrap();
+    let pinned = (sim::SavedSim::FORMAT, hex::encode(sha2::Sha256::digest(&bytes)));
+    assert_eq!(
+        pinned,
+        (1, "4e795899814cb7dad37c3f5e5d18d7e0248952512c1e9c032eb4cf2fcf2e0615".to_string()),
+        "a saved type changed: bump SavedSim::FORMAT, then this hash"
+    );
+}
+
 /// A canister whose `grow` adds `n` (a u32) pages to its memory, each written.
 const GROWER: &str = r#"(module
   (import "ic0" "msg_arg_data_copy" (func $copy (param i32 i32 i32)))
