@@ -49,6 +49,17 @@ pub struct NetworkArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
+    /// Keep the network's state in this directory: saved when the network
+    /// stops (SIGINT, SIGTERM) and at checkpoints, and resumed from when it
+    /// starts again with the same flags.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// With --state-dir: seconds between checkpoints while the network is
+    /// active (a `kill -9` loses what happened since the last).
+    #[arg(long, value_name = "S", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub checkpoint_secs: u64,
+
     #[command(flatten)]
     pub requests: crate::cli::RequestLimitArgs,
 }
@@ -65,18 +76,47 @@ struct Status {
 impl NetworkArgs {
     /// Serves until the process ends; returns only when another network owns the port file.
     pub fn execute(&self) -> Result<String> {
-        let (subnets, profile, keys) = (self.subnets, self.profile, ic_model::Keys::from_seed(self.seed));
-        let make = move || {
+        let (subnets, profile, seed) = (self.subnets, self.profile, self.seed);
+        let xnet_latency_rounds = match profile {
+            ProfileName::PocketIc => 0,
+            ProfileName::Mainnet => MAINNET_XNET_LATENCY_ROUNDS,
+        };
+        let keys = ic_model::Keys::from_seed(seed);
+        let fresh = move || {
             let builder = (0..subnets).fold(sim::Sim::builder(), |builder, _| builder.with_subnet());
-            let builder = match profile {
-                ProfileName::PocketIc => builder,
-                ProfileName::Mainnet => builder.with_xnet_latency_rounds(MAINNET_XNET_LATENCY_ROUNDS),
-            };
-            sim_server::ic_http_backend(builder.build(), keys).expect("a new simulator has no canister yet")
+            let sim = builder.with_xnet_latency_rounds(xnet_latency_rounds).build();
+            sim_server::ic_http_backend(sim, keys).expect("a new simulator has no canister yet")
         };
         let round_interval = (self.round_ms > 0).then(|| Duration::from_millis(self.round_ms));
         let options = ic_http::Options { round_interval, ..ic_http::Options::default() };
-        let network = ic_http::Network::start(make, options).map_err(anyhow::Error::msg)?;
+        let network = match &self.state_dir {
+            None => ic_http::Network::start(fresh, options),
+            Some(dir) => {
+                let shown = dir.display().to_string();
+                let make = move |saved: Option<Vec<u8>>| match saved {
+                    None => Ok(fresh()),
+                    Some(saved) => sim_server::resume_ic_http_backend(&saved, |sim, keys| {
+                        let (had_subnets, had_latency) = (sim.subnets().len() as u64, sim.config().xnet_latency_rounds);
+                        if (had_subnets, had_latency, keys.seed()) == (subnets, xnet_latency_rounds, seed) {
+                            return Ok(());
+                        }
+                        let had_profile = if had_latency == 0 { "pocket-ic" } else { "mainnet" };
+                        Err(format!(
+                            "{shown} holds a network started with --subnets {had_subnets} --profile {had_profile} --seed {}: start it with those, or use another --state-dir",
+                            keys.seed()
+                        ))
+                    }),
+                };
+                let persistence = ic_http::Persistence {
+                    dir: dir.clone(),
+                    backend_format: sim_server::state_format(),
+                    checkpoint_every: Duration::from_secs(self.checkpoint_secs),
+                };
+                ic_http::Network::start_saved(make, options, persistence)
+            }
+        }
+        .map_err(anyhow::Error::msg)?;
+        let saver = self.state_dir.is_some().then(|| network.clone());
         let root_key = hex::encode(network.root_key());
         let subnets: Vec<Principal> = network.subnet_ids();
         let mut written = Ok(());
@@ -109,6 +149,15 @@ impl NetworkArgs {
         )
         .context("the network failed")?;
         written?;
+        if served && let Some(network) = saver {
+            let saved = network.save().map_err(anyhow::Error::msg)?;
+            eprintln!(
+                "state saved: {:.1} MiB, rounds stopped for {} ms, written in {} ms",
+                saved.bytes as f64 / f64::from(1 << 20),
+                saved.snapshot.as_millis(),
+                saved.write.as_millis()
+            );
+        }
         // Stopped: the status file no longer describes a network.
         if served && let Some(path) = &self.status_file {
             let _ = std::fs::remove_file(path);

@@ -27,10 +27,17 @@ struct Network {
 
 impl Network {
     fn start(subnets: u32) -> Self {
+        Self::start_with(&["--subnets", &subnets.to_string()])
+    }
+
+    /// `multi_subnet network` with `args`.
+    fn start_with(args: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (port_file, status_file) = (dir.path().join("port"), dir.path().join("status.json"));
         let child = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
-            .args(["network", "--subnets", &subnets.to_string(), "--port-file"])
+            .arg("network")
+            .args(args)
+            .arg("--port-file")
             .arg(&port_file)
             .arg("--status-file")
             .arg(&status_file)
@@ -60,6 +67,20 @@ impl Network {
 
     fn subnet(&self, index: usize) -> String {
         self.status["subnets"][index].as_str().unwrap().to_string()
+    }
+
+    /// Sends `signal` and waits for the network to exit; its exit status.
+    fn stop(mut self, signal: &str) -> std::process::ExitStatus {
+        let sent = Command::new("kill").args([&format!("-{signal}"), &self.child.id().to_string()]).status();
+        assert!(sent.unwrap().success());
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "the network did not stop within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -232,4 +253,70 @@ fn on_one_subnet_2000_parallel_calls_meet_the_500_slot_queue() {
 fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[test]
+fn a_network_started_again_on_its_state_dir_has_its_canisters_and_counts() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().to_str().unwrap();
+    let network = Network::start_with(&["--subnets", "2", "--state-dir", dir, "--checkpoint-secs", "3600"]);
+    let port = network.port.to_string();
+    let project = Project::new(&network, "");
+    project.ok(&["canister", "create", "caller", "-e", "sim", "--subnet", &network.subnet(0)]);
+    project.ok(&["canister", "create", "callee", "-e", "sim", "--subnet", &network.subnet(1)]);
+    project.ok(&["deploy", "-e", "sim"]);
+    assert_eq!(project.call(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
+    let caller_status = project.ok(&["canister", "status", "-e", "sim", "caller"]);
+    assert!(network.stop("INT").success(), "SIGINT stops the network, which saves its state");
+
+    // Started again: the same canisters, code, memory and settings.
+    let restart = ["--subnets", "2", "--state-dir", dir, "--port", &port, "--checkpoint-secs", "3600"];
+    let network = Network::start_with(&restart);
+    assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(90 : nat64)");
+    assert_eq!(project.ok(&["canister", "status", "-e", "sim", "caller"]), caller_status);
+    assert_eq!(project.call(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
+    assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(180 : nat64)");
+    // Killed before a checkpoint: back where the last save left it.
+    network.stop("KILL");
+    let network = Network::start_with(&restart);
+    assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(90 : nat64)");
+
+    // Killed after a checkpoint: back at it.
+    network.stop("TERM");
+    let state_file = state.path().join("state");
+    let checkpoints = ["--subnets", "2", "--state-dir", dir, "--port", &port, "--checkpoint-secs", "1"];
+    let network = Network::start_with(&checkpoints);
+    assert_eq!(project.call(&["caller", "sequential_calls", "(20)"]), "(20 : nat64)");
+    let called = std::time::SystemTime::now();
+    // A query is activity too: a checkpoint follows within a second.
+    assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(110 : nat64)");
+    let started = Instant::now();
+    while std::fs::metadata(&state_file).unwrap().modified().unwrap() <= called {
+        assert!(started.elapsed() < Duration::from_secs(20), "no checkpoint was written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    network.stop("KILL");
+    let network = Network::start_with(&restart);
+    assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(110 : nat64)");
+
+    // Other flags than the state's are refused with one line.
+    let refused = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
+        .args(["network", "--subnets", "1", "--state-dir", dir])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("another process uses the state directory"), "{stderr}");
+    drop(network);
+    let refused = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
+        .args(["network", "--subnets", "1", "--state-dir", dir])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("holds a network started with --subnets 2 --profile pocket-ic --seed 0"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
