@@ -82,6 +82,13 @@ pub trait Backend {
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject>;
 
+    /// A number that changes whenever its state changes, other than by
+    /// time passing: a network writes a checkpoint only when it did. A
+    /// backend that saves nothing need not keep one.
+    fn state_version(&self) -> u64 {
+        0
+    }
+
     /// Its whole state, for a network that keeps one across restarts
     /// ([`Network::start_saved`](crate::Network::start_saved) rebuilds the
     /// backend from the bytes it encodes to); called between rounds.

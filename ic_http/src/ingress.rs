@@ -164,14 +164,22 @@ impl Requests {
         saved: SavedRequests,
         subnets: usize,
         outcome: impl Fn(u64) -> Option<Result<Vec<u8>, Reject>>,
-    ) -> (Self, Vec<Edits>) {
+    ) -> Result<(Self, Vec<Edits>), String> {
         let mut requests = Self::default();
         let mut edits = vec![Edits::new(); subnets];
-        for (id, request) in saved {
+        for (id, mut request) in saved {
             let id = RequestId::new(&id);
-            let status = if request.done { outcome(request.ticket) } else { None };
+            let Some(subnet_edits) = edits.get_mut(request.subnet) else {
+                return Err(format!(
+                    "the saved state has a request on subnet {}, of {subnets}",
+                    request.subnet
+                ));
+            };
+            // An outcome the backend no longer has is read again once it does.
+            let status = outcome(request.ticket).filter(|_| request.done);
+            request.done = status.is_some();
             let entries = status_entries(&id, status).into_iter().map(|(path, value)| (path, Some(value)));
-            edits.get_mut(request.subnet).expect("a subnet the state has").extend(entries);
+            subnet_edits.extend(entries);
             if request.done {
                 requests.done.insert((request.expiry, id));
             } else {
@@ -179,7 +187,7 @@ impl Requests {
             }
             requests.by_id.insert(id, request);
         }
-        (requests, edits)
+        Ok((requests, edits))
     }
 }
 

@@ -58,8 +58,8 @@ pub struct Persistence {
     /// Names the format of what the backend saves: a state saved under
     /// another name is refused, not misread.
     pub backend_format: String,
-    /// How often, while the network is active, it writes a checkpoint
-    /// (a `kill -9` loses what happened since the last).
+    /// How often it writes a checkpoint, if its state changed since the
+    /// last (a `kill -9` loses what happened since then).
     pub checkpoint_every: Duration,
 }
 
@@ -88,12 +88,16 @@ pub struct SaveReport {
     pub write: Duration,
 }
 
-/// The state directory and the checkpoint being written.
+/// The state directory, the checkpoint being written, and what the file
+/// holds.
 struct Saver {
     dir: StateDir,
     writer: String,
     every: Duration,
     writing: Mutex<Option<JoinHandle<()>>>,
+    /// The backend's [`state_version`](Backend::state_version) the file
+    /// holds; `None` before the first write, or after a failed one.
+    saved_version: Mutex<Option<u64>>,
 }
 
 impl Saver {
@@ -110,13 +114,16 @@ impl Saver {
 
     /// Encodes the backend's state and writes the file; its size and how
     /// long that took.
-    fn write(&self, (own, backend): Snapshot) -> Result<(usize, Duration), String> {
+    fn write(&self, (own, backend, version): Snapshot) -> Result<(usize, Duration), String> {
         let started = Instant::now();
-        let backend = backend()?;
-        self.dir
-            .write(&self.writer, &[&own, &backend])
-            .map_err(|e| format!("cannot save the state in {}: {e}", self.dir.path().display()))?;
-        Ok((own.len() + backend.len(), started.elapsed()))
+        let written = backend().and_then(|backend| {
+            self.dir
+                .write(&self.writer, &[&own, &backend])
+                .map_err(|e| format!("cannot save the state in {}: {e}", self.dir.path().display()))?;
+            Ok(own.len() + backend.len())
+        });
+        *self.saved_version.lock().expect("not poisoned") = written.is_ok().then_some(version);
+        Ok((written?, started.elapsed()))
     }
 }
 
@@ -132,6 +139,15 @@ pub(crate) struct Certified {
     /// Rounds certified so far: a handler waiting for an outcome watches it.
     pub rounds: watch::Sender<u64>,
     saver: Option<Saver>,
+    /// Why the backend serves no more requests, once one made it panic:
+    /// its state is unknown, and is not saved either.
+    broken: Mutex<Option<String>>,
+}
+
+impl Certified {
+    fn broken(&self) -> Option<String> {
+        self.broken.lock().expect("not poisoned").clone()
+    }
 }
 
 /// A network served over one backend; clones share it. The backend's
@@ -140,8 +156,6 @@ pub(crate) struct Certified {
 pub struct Network {
     pub(crate) certified: Arc<Certified>,
     jobs: mpsc::Sender<Job>,
-    /// Why the backend serves no more requests, once one made it panic.
-    broken: Arc<Mutex<Option<String>>>,
 }
 
 impl Network {
@@ -161,16 +175,17 @@ impl Network {
         make: impl FnOnce() -> Box<dyn Backend> + Send + 'static,
         options: Options,
     ) -> Result<Self, String> {
-        Self::launch(move |_| Ok(make()), options, None)
+        Self::launch(move |_: Option<&[u8]>| Ok(make()), options, None)
     }
 
     /// Starts a network that keeps its state in a directory: `make` builds
     /// the backend from the bytes it last saved there ([`Backend::save`]),
-    /// `None` the first time. The network writes a checkpoint while it is
-    /// active, and the whole state at [`Network::save`]; a state that
-    /// another format wrote is refused with one line.
+    /// `None` the first time. The network writes a checkpoint every
+    /// `checkpoint_every` in which its state changed, and the whole state at
+    /// [`Network::save`]; a state that another format wrote is refused with
+    /// one line.
     pub fn start_saved(
-        make: impl FnOnce(Option<Vec<u8>>) -> Result<Box<dyn Backend>, String> + Send + 'static,
+        make: impl FnOnce(Option<&[u8]>) -> Result<Box<dyn Backend>, String> + Send + 'static,
         options: Options,
         persistence: Persistence,
     ) -> Result<Self, String> {
@@ -178,7 +193,7 @@ impl Network {
     }
 
     fn launch(
-        make: impl FnOnce(Option<Vec<u8>>) -> Result<Box<dyn Backend>, String> + Send + 'static,
+        make: impl FnOnce(Option<&[u8]>) -> Result<Box<dyn Backend>, String> + Send + 'static,
         options: Options,
         persistence: Option<Persistence>,
     ) -> Result<Self, String> {
@@ -196,18 +211,19 @@ impl Network {
                                 dir.path().display()
                             )
                         })?;
-                        Some((saved, backend.to_vec()))
+                        // The backend reads its part in place: it may be GiBs.
+                        let backend_at = body.len() - backend.len();
+                        Some((saved, body, backend_at))
                     }
                 };
-                (
-                    Some(Saver {
-                        dir,
-                        writer,
-                        every: persistence.checkpoint_every,
-                        writing: Mutex::default(),
-                    }),
-                    saved,
-                )
+                let saver = Saver {
+                    dir,
+                    writer,
+                    every: persistence.checkpoint_every,
+                    writing: Mutex::default(),
+                    saved_version: Mutex::default(),
+                };
+                (Some(saver), saved)
             }
         };
         let (jobs, inbox) = mpsc::channel::<Job>();
@@ -216,32 +232,42 @@ impl Network {
         std::thread::Builder::new()
             .name("ic_http backend".into())
             .spawn(move || {
-                let (rounds, requests, backend) = match saved {
-                    None => (0, vec![], None),
-                    Some((saved, backend)) => (saved.rounds, saved.requests, Some(backend)),
+                let resumed = saved.is_some();
+                let (rounds, requests, made) = match saved {
+                    None => (0, vec![], make(None)),
+                    Some((saved, body, at)) => (saved.rounds, saved.requests, make(Some(&body[at..]))),
                 };
-                let mut backend = match make(backend) {
-                    Ok(backend) => backend,
+                let started = made.and_then(|mut backend| {
+                    let time = follow_clock(&mut *backend, &clock);
+                    let state = backend.certified_state();
+                    let (requests, edits) =
+                        Requests::restore(requests, state.subnets().len(), |ticket| backend.outcome(ticket))?;
+                    for (subnet, edits) in state.subnets().iter().zip(edits) {
+                        subnet.certify(time, edits);
+                    }
+                    if let Some(saver) = &saver
+                        && resumed
+                    {
+                        *saver.saved_version.lock().expect("not poisoned") = Some(backend.state_version());
+                    }
+                    let certified = Arc::new(Certified {
+                        state,
+                        description: backend.description(),
+                        clock,
+                        requests: Mutex::new(requests),
+                        rounds: watch::Sender::new(rounds),
+                        saver,
+                        broken: Mutex::default(),
+                    });
+                    Ok((backend, certified))
+                });
+                let (mut backend, certified) = match started {
+                    Ok(started) => started,
                     Err(why) => {
                         let _ = ready.send(Err(why));
                         return;
                     }
                 };
-                let time = follow_clock(&mut *backend, &clock);
-                let state = backend.certified_state();
-                let (requests, edits) =
-                    Requests::restore(requests, state.subnets().len(), |ticket| backend.outcome(ticket));
-                for (subnet, edits) in state.subnets().iter().zip(edits) {
-                    subnet.certify(time, edits);
-                }
-                let certified = Arc::new(Certified {
-                    state,
-                    description: backend.description(),
-                    clock,
-                    requests: Mutex::new(requests),
-                    rounds: watch::Sender::new(rounds),
-                    saver,
-                });
                 if ready.send(Ok(certified.clone())).is_err() {
                     return;
                 }
@@ -249,28 +275,38 @@ impl Network {
             })
             .map_err(|e| format!("cannot start the backend's thread: {e}"))?;
         let certified = started.recv().map_err(|_| "the backend failed to start".to_string())??;
-        Ok(Self { certified, jobs, broken: Arc::default() })
+        Ok(Self { certified, jobs })
     }
 
     /// Writes the whole state to the state directory now (after the
     /// checkpoint being written, if any), between rounds; what a server
-    /// does as it stops. `Err` without a state directory.
+    /// does as it stops. `Err` without a state directory, or once the
+    /// backend has failed (the directory keeps its last good state).
     pub fn save(&self) -> Result<SaveReport, String> {
         if self.certified.saver.is_none() {
             return Err("this network has no state directory".into());
         }
         let certified = self.certified.clone();
-        let (answer, answered) = oneshot::channel();
+        let (answer, answered) = std::sync::mpsc::channel();
         let job: Job = Box::new(move |backend| {
             let saver = certified.saver.as_ref().expect("checked above");
-            saver.wait();
-            let _ = answer.send(snapshot(backend, &certified).and_then(|(taken, snapshot)| {
-                let (bytes, write) = saver.write(taken)?;
-                Ok(SaveReport { bytes, snapshot, write })
-            }));
+            let saved = match certified.broken() {
+                Some(why) => Err(format!(
+                    "the backend failed earlier ({why}): {} keeps the last checkpoint",
+                    saver.dir.path().display()
+                )),
+                None => {
+                    saver.wait();
+                    snapshot(backend, &certified).and_then(|(taken, snapshot)| {
+                        let (bytes, write) = saver.write(taken)?;
+                        Ok(SaveReport { bytes, snapshot, write })
+                    })
+                }
+            };
+            let _ = answer.send(saved);
         });
         self.jobs.send(job).map_err(|_| "the backend's thread has ended".to_string())?;
-        answered.blocking_recv().map_err(|_| "the backend's thread has ended".to_string())?
+        answered.recv().map_err(|_| "the backend's thread has ended".to_string())?
     }
 
     /// The root key (DER), which agents are given to verify certificates.
@@ -294,7 +330,7 @@ impl Network {
         &self,
         f: impl FnOnce(&mut dyn Backend) -> R + Send + 'static,
     ) -> Result<R, String> {
-        if let Some(why) = self.broken.lock().expect("not poisoned").clone() {
+        if let Some(why) = self.certified.broken() {
             return Err(format!("the backend serves no more requests: it failed on an earlier one ({why})"));
         }
         let (answer, answered) = oneshot::channel();
@@ -310,7 +346,7 @@ impl Network {
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "a panic".into());
-                *self.broken.lock().expect("not poisoned") = Some(why.clone());
+                *self.certified.broken.lock().expect("not poisoned") = Some(why.clone());
                 Err(format!("the backend failed: {why}; it serves no more requests, as its state is unknown"))
             }
         }
@@ -348,8 +384,9 @@ impl Network {
     }
 }
 
-/// The network's own part of its state, encoded, and the backend's, to encode.
-type Snapshot = (Vec<u8>, SavedState);
+/// The network's own part of its state, encoded; the backend's, to encode;
+/// and the backend's version of it.
+type Snapshot = (Vec<u8>, SavedState, u64);
 
 /// The network's state, and how long the rounds stopped to take it.
 fn snapshot(backend: &dyn Backend, certified: &Certified) -> Result<(Snapshot, Duration), String> {
@@ -359,21 +396,24 @@ fn snapshot(backend: &dyn Backend, certified: &Certified) -> Result<(Snapshot, D
         requests: certified.requests.lock().expect("not poisoned").save(),
     };
     let own = postcard::to_stdvec(&saved).map_err(|e| format!("cannot serialize the state: {e}"))?;
-    Ok(((own, backend.save()?), started.elapsed()))
+    Ok(((own, backend.save()?, backend.state_version()), started.elapsed()))
 }
 
-/// Writes a checkpoint on a thread of its own, unless the last is still
-/// being written; whether it did.
-fn checkpoint(backend: &dyn Backend, certified: &Arc<Certified>) -> bool {
-    let Some(saver) = &certified.saver else { return false };
-    if saver.busy() {
-        return false;
+/// Writes a checkpoint on a thread of its own if the backend's state
+/// changed since the file was written, the backend has not failed, and
+/// the last checkpoint is written.
+fn checkpoint(backend: &dyn Backend, certified: &Arc<Certified>) {
+    let Some(saver) = &certified.saver else { return };
+    let unchanged = *saver.saved_version.lock().expect("not poisoned") == Some(backend.state_version());
+    if unchanged || saver.busy() || certified.broken().is_some() {
+        return;
     }
     match snapshot(backend, certified) {
         Ok((taken, _)) => {
             let certified = certified.clone();
             let writing = std::thread::spawn(move || {
                 let saver = certified.saver.as_ref().expect("a saver");
+                // A failed checkpoint is tried again at the next one.
                 if let Err(why) = saver.write(taken) {
                     eprintln!("checkpoint failed: {why}");
                 }
@@ -382,7 +422,6 @@ fn checkpoint(backend: &dyn Backend, certified: &Arc<Certified>) -> bool {
         }
         Err(why) => eprintln!("checkpoint failed: {why}"),
     }
-    true
 }
 
 /// Moves the backend's time on to the clock's, as PocketIC's auto-progress
@@ -406,14 +445,11 @@ fn drive(
         interval.is_none() && (backend.has_work() || certified.requests.lock().expect("not poisoned").fresh())
     };
     let pace = interval.unwrap_or(IDLE_ROUND_EVERY);
-    let mut last = Instant::now();
-    // Whether anything but time changed since the last checkpoint.
-    let (mut active, mut last_checkpoint) = (false, Instant::now());
+    let (mut last, mut last_checkpoint) = (Instant::now(), Instant::now());
     loop {
         let wait = if busy(backend) { Duration::ZERO } else { pace.saturating_sub(last.elapsed()) };
         match inbox.recv_timeout(wait) {
             Ok(job) => {
-                active = true;
                 job(backend);
                 // What else comes within a block's window runs before the
                 // round, as the replica inducts a block of messages at once
@@ -428,15 +464,11 @@ fn drive(
         }
         if busy(backend) || last.elapsed() >= pace {
             last = Instant::now();
-            active |= backend.has_work();
             round(backend, certified);
         }
-        if let Some(saver) = &certified.saver
-            && active
-            && last_checkpoint.elapsed() >= saver.every
-            && checkpoint(backend, certified)
-        {
-            (active, last_checkpoint) = (false, Instant::now());
+        if certified.saver.as_ref().is_some_and(|saver| last_checkpoint.elapsed() >= saver.every) {
+            last_checkpoint = Instant::now();
+            checkpoint(backend, certified);
         }
     }
 }
@@ -467,4 +499,30 @@ fn round(backend: &mut dyn Backend, certified: &Certified) {
     }
     certified.requests.lock().expect("not poisoned").settle(&decided);
     certified.rounds.send_modify(|rounds| *rounds += 1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ic_transport_types::RequestId;
+
+    /// The bytes of a network's own part of a state. It fails when a saved
+    /// type changes: bump [`FORMAT`], then these bytes.
+    #[test]
+    fn the_saved_layout_is_pinned_by_its_format_number() {
+        let mut requests = Requests::default();
+        let (sender, canister) = (candid::Principal::anonymous(), candid::Principal::management_canister());
+        requests.insert(RequestId::new(&[7; 32]), sender, canister, 1, 99, 5);
+        let saved = Saved { rounds: 3, requests: requests.save() };
+        let pinned = (FORMAT, hex::encode(postcard::to_stdvec(&saved).unwrap()));
+        assert_eq!(
+            pinned,
+            (
+                1,
+                "0301070707070707070707070707070707070707070707070707070707070707070701040001630500"
+                    .to_string()
+            ),
+            "a saved type changed: bump FORMAT, then these bytes"
+        );
+    }
 }

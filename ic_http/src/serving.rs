@@ -312,7 +312,8 @@ pub async fn serve_locally(network: Network) -> std::io::Result<String> {
 
 /// Serves `router` within `limits` on 127.0.0.1:`port` (0: any free port)
 /// until SIGINT or SIGTERM; then lets the requests in flight finish (5 s
-/// at most), removes the port file and returns `Ok(true)`. Once
+/// at most), runs `stopped` (a network saves its state there), removes the
+/// port file and returns `Ok(true)`. Once
 /// connections are accepted, `announce` is told the address and the port
 /// is written to `port_file`, which is created exclusively: `Ok(false)` at
 /// once if it exists (another server owns it).
@@ -320,7 +321,8 @@ pub async fn serve_locally(network: Network) -> std::io::Result<String> {
 /// ```no_run
 /// # fn serve(network: ic_http::Network) -> std::io::Result<bool> {
 /// let limits = ic_http::RequestLimits::new(5 << 20);
-/// ic_http::serve_forever(ic_http::router(network), limits, 4943, None, |address| println!("listening on {address}"))
+/// let announce = |address| println!("listening on {address}");
+/// ic_http::serve_forever(ic_http::router(network), limits, 4943, None, announce, || {})
 /// # }
 /// ```
 pub fn serve_forever(
@@ -329,6 +331,7 @@ pub fn serve_forever(
     port: u16,
     port_file: Option<&std::path::Path>,
     announce: impl FnOnce(std::net::SocketAddr),
+    stopped: impl FnOnce(),
 ) -> std::io::Result<bool> {
     use std::io::Write;
     let port_file_path = port_file;
@@ -364,6 +367,7 @@ pub fn serve_forever(
     // hold the process past the grace.
     runtime.shutdown_timeout(GRACE);
     served?;
+    stopped();
     if let Some(path) = port_file_path {
         let _ = std::fs::remove_file(path);
     }

@@ -33,8 +33,11 @@ impl StateDir {
             .write(true)
             .open(dir.join(LOCK))
             .map_err(|e| format!("cannot open {}: {e}", dir.join(LOCK).display()))?;
-        lock.try_lock().map_err(|_| {
-            format!("another process uses the state directory {shown}: stop it or use another")
+        lock.try_lock().map_err(|e| match e {
+            std::fs::TryLockError::WouldBlock => {
+                format!("another process uses the state directory {shown}: stop it or use another")
+            }
+            std::fs::TryLockError::Error(e) => format!("cannot lock {}: {e}", dir.join(LOCK).display()),
         })?;
         match std::fs::remove_file(dir.join(PARTIAL)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {
@@ -59,20 +62,27 @@ impl StateDir {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         };
-        decode(&bytes, writer).map(Some).map_err(|why| format!("{}: {why}", path.display()))
+        decode(bytes, writer).map(Some).map_err(|why| format!("{}: {why}", path.display()))
     }
 
     /// Replaces the saved state with a body of `parts`, one after another,
     /// as `writer` wrote it.
     pub fn write(&self, writer: &str, parts: &[&[u8]]) -> io::Result<()> {
         let partial = self.dir.join(PARTIAL);
-        let mut file = File::create(&partial)?;
-        file.write_all(&encode_header(writer, parts))?;
-        for part in parts {
-            file.write_all(part)?;
+        let written = (|| {
+            let mut file = File::create(&partial)?;
+            file.write_all(&encode_header(writer, parts))?;
+            for part in parts {
+                file.write_all(part)?;
+            }
+            file.sync_all()?;
+            std::fs::rename(&partial, self.path())
+        })();
+        if written.is_err() {
+            // A full disk keeps no half-written copy of a large state.
+            let _ = std::fs::remove_file(&partial);
         }
-        file.sync_all()?;
-        std::fs::rename(&partial, self.path())?;
+        written?;
         // The rename itself is durable once the directory is.
         File::open(&self.dir)?.sync_all()
     }
@@ -91,7 +101,8 @@ fn encode_header(writer: &str, parts: &[&[u8]]) -> Vec<u8> {
     header
 }
 
-fn decode(bytes: &[u8], writer: &str) -> Result<Vec<u8>, String> {
+/// The body of a state file's `bytes`, kept in place (a state may be GiBs).
+fn decode(mut bytes: Vec<u8>, writer: &str) -> Result<Vec<u8>, String> {
     let not_ours = || "not a network's state file".to_string();
     let rest = bytes.strip_prefix(MAGIC).ok_or_else(not_ours)?;
     let (writer_len, rest) = rest.split_first_chunk::<2>().ok_or_else(not_ours)?;
@@ -108,7 +119,9 @@ fn decode(bytes: &[u8], writer: &str) -> Result<Vec<u8>, String> {
     if body.len() as u64 != u64::from_le_bytes(*length) || Sha256::digest(body).as_slice() != digest {
         return Err("damaged: its body does not match its checksum".into());
     }
-    Ok(body.to_vec())
+    let header = bytes.len() - body.len();
+    bytes.drain(..header);
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -106,6 +106,7 @@ impl Backend for Echo {
         match method {
             "echo" => Ok(arg),
             "whoami" => Ok(sender.as_slice().to_vec()),
+            "panic" => panic!("the echo backend panics when asked to"),
             _ => Err(missing(canister, "query", method)),
         }
     }
@@ -135,6 +136,10 @@ impl Backend for Echo {
 
     fn has_work(&self) -> bool {
         self.messages.iter().any(|m| m.4.is_none())
+    }
+
+    fn state_version(&self) -> u64 {
+        self.messages.len() as u64
     }
 
     fn save(&self) -> Result<ic_http::SavedState, String> {
@@ -709,10 +714,10 @@ fn start_saved(
         backend_format: format.into(),
         checkpoint_every: std::time::Duration::from_secs(3600),
     };
-    let make = |saved: Option<Vec<u8>>| -> Result<Box<dyn Backend>, String> {
+    let make = |saved: Option<&[u8]>| -> Result<Box<dyn Backend>, String> {
         Ok(Box::new(match saved {
             None => Echo::new(0),
-            Some(saved) => Echo::restore(0, &saved),
+            Some(saved) => Echo::restore(0, saved),
         }))
     };
     // The last network on `dir` lets go of its lock once its thread ends.
@@ -778,6 +783,20 @@ fn a_network_started_again_on_its_state_dir_keeps_its_outcomes_and_executes_noth
         sender.update(&canister(1), "count").call_and_wait().await.unwrap()
     });
     assert_eq!(next, 2u64.to_be_bytes(), "the request sent again was not executed again");
+    network.save().unwrap();
+    let saved = std::fs::read(dir.join("state")).unwrap();
+    // A backend that failed is in an unknown state: it is not saved.
+    let failed = runtime.block_on(async {
+        let sender = agent(&url, BasicIdentity::from_raw_key(&[21; 32])).await;
+        sender.query(&canister(1), "panic").call().await
+    });
+    assert!(failed.is_err());
+    let refused = network.save().unwrap_err();
+    assert!(
+        refused.contains("the backend failed earlier") && refused.contains("keeps the last checkpoint"),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read(dir.join("state")).unwrap(), saved);
     drop((runtime, network));
 
     let refused = start_saved(&dir, "echo 2").err().unwrap();

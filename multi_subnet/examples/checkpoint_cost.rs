@@ -58,7 +58,7 @@ fn main() -> anyhow::Result<()> {
     for stable in [false, true] {
         for mib in SIZES_MIB {
             let wasm = filler(mib, stable);
-            let make = move |_: Option<Vec<u8>>| {
+            let make = move |_: Option<&[u8]>| {
                 let mut sim = sim::Sim::builder().with_subnet().with_host_memory_budget(8 << 30).build();
                 let canister =
                     sim.create_canister(0, vec![Principal::anonymous()]).map_err(|e| e.to_string())?;

@@ -76,6 +76,13 @@ struct Status {
 impl NetworkArgs {
     /// Serves until the process ends; returns only when another network owns the port file.
     pub fn execute(&self) -> Result<String> {
+        // Before the state directory is locked: the network that owns the
+        // port file owns that too.
+        if let Some(path) = &self.port_file
+            && path.exists()
+        {
+            return Ok(format!("{} exists: another network owns it\n", path.display()));
+        }
         let (subnets, profile, seed) = (self.subnets, self.profile, self.seed);
         let xnet_latency_rounds = match profile {
             ProfileName::PocketIc => 0,
@@ -93,9 +100,9 @@ impl NetworkArgs {
             None => ic_http::Network::start(fresh, options),
             Some(dir) => {
                 let shown = dir.display().to_string();
-                let make = move |saved: Option<Vec<u8>>| match saved {
+                let make = move |saved: Option<&[u8]>| match saved {
                     None => Ok(fresh()),
-                    Some(saved) => sim_server::resume_ic_http_backend(&saved, |sim, keys| {
+                    Some(saved) => sim_server::resume_ic_http_backend(saved, |sim, keys| {
                         let (had_subnets, had_latency) = (sim.subnets().len() as u64, sim.config().xnet_latency_rounds);
                         if (had_subnets, had_latency, keys.seed()) == (subnets, xnet_latency_rounds, seed) {
                             return Ok(());
@@ -119,7 +126,7 @@ impl NetworkArgs {
         let saver = self.state_dir.is_some().then(|| network.clone());
         let root_key = hex::encode(network.root_key());
         let subnets: Vec<Principal> = network.subnet_ids();
-        let mut written = Ok(());
+        let (mut written, mut saved) = (Ok(()), Ok(()));
         let served = ic_http::serve_forever(
             ic_http::router(network),
             self.requests.limits(ic_http::MAX_REQUEST_BYTES),
@@ -146,18 +153,24 @@ impl NetworkArgs {
                             .with_context(|| format!("cannot write {}", path.display()));
                 }
             },
+            // Saved before the port file goes: whoever waits for it to go
+            // may start the next network on the same directory.
+            || {
+                if let Some(network) = saver {
+                    saved = network.save().map(|report| {
+                        eprintln!(
+                            "state saved: {:.1} MiB, rounds stopped for {} ms, encoded and written in {} ms",
+                            report.bytes as f64 / f64::from(1 << 20),
+                            report.snapshot.as_millis(),
+                            report.write.as_millis()
+                        );
+                    });
+                }
+            },
         )
         .context("the network failed")?;
+        saved.map_err(anyhow::Error::msg)?;
         written?;
-        if served && let Some(network) = saver {
-            let saved = network.save().map_err(anyhow::Error::msg)?;
-            eprintln!(
-                "state saved: {:.1} MiB, rounds stopped for {} ms, written in {} ms",
-                saved.bytes as f64 / f64::from(1 << 20),
-                saved.snapshot.as_millis(),
-                saved.write.as_millis()
-            );
-        }
         // Stopped: the status file no longer describes a network.
         if served && let Some(path) = &self.status_file {
             let _ = std::fs::remove_file(path);

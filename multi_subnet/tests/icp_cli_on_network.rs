@@ -284,17 +284,25 @@ fn a_network_started_again_on_its_state_dir_has_its_canisters_and_counts() {
     // Killed after a checkpoint: back at it.
     network.stop("TERM");
     let state_file = state.path().join("state");
+    let saved_at = std::fs::metadata(&state_file).unwrap().modified().unwrap();
     let checkpoints = ["--subnets", "2", "--state-dir", dir, "--port", &port, "--checkpoint-secs", "1"];
     let network = Network::start_with(&checkpoints);
     assert_eq!(project.call(&["caller", "sequential_calls", "(20)"]), "(20 : nat64)");
-    let called = std::time::SystemTime::now();
-    // A query is activity too: a checkpoint follows within a second.
-    assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(110 : nat64)");
-    let started = Instant::now();
-    while std::fs::metadata(&state_file).unwrap().modified().unwrap() <= called {
-        assert!(started.elapsed() < Duration::from_secs(20), "no checkpoint was written");
+    // A checkpoint follows every change within a second, and none follows
+    // a query: once the file has not changed for 3 s, it holds the calls.
+    let modified = || std::fs::metadata(&state_file).unwrap().modified().unwrap();
+    let (started, mut last, mut since) = (Instant::now(), modified(), Instant::now());
+    while since.elapsed() < Duration::from_secs(3) {
+        assert!(started.elapsed() < Duration::from_secs(30), "checkpoints did not settle");
         std::thread::sleep(Duration::from_millis(50));
+        if modified() != last {
+            (last, since) = (modified(), Instant::now());
+        }
     }
+    assert!(last > saved_at, "a checkpoint was written");
+    assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(110 : nat64)");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(modified(), last, "a query writes no checkpoint");
     network.stop("KILL");
     let network = Network::start_with(&restart);
     assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(110 : nat64)");

@@ -120,6 +120,7 @@ impl SimBuilder {
             faults: saved.faults,
             tracing: self.tracing,
             root_key: saved.root_key,
+            executions: 0,
         };
         for canister in saved.canisters {
             let (id, subnet) = (canister.id, canister.subnet);

@@ -46,7 +46,7 @@ pub fn resume(
     saved: &[u8],
     accept: impl FnOnce(&sim::Sim, Keys) -> Result<(), String>,
 ) -> Result<Box<dyn Backend>, String> {
-    let instance = crate::saved::restore(saved, None)?;
+    let instance = crate::saved::restore(saved)?;
     accept(&instance.sim, instance.certified.keys())?;
     Ok(Box::new(instance))
 }
@@ -105,6 +105,12 @@ impl Backend for Instance {
 
     fn has_work(&self) -> bool {
         self.sim.busy()
+    }
+
+    fn state_version(&self) -> u64 {
+        // Every execution, and every ingress message (a management call
+        // executes when it is submitted).
+        self.sim.executions() + self.next_message
     }
 
     fn save(&self) -> Result<ic_http::SavedState, String> {

@@ -52,14 +52,10 @@ pub fn save(instance: &Instance) -> Result<ic_http::SavedState, String> {
 
 /// The instance [`save`] saved, its canisters staged in a new certified
 /// state signed with the same keys.
-pub fn restore(bytes: &[u8], budget: Option<&sim::HostMemory>) -> Result<Instance, String> {
+pub fn restore(bytes: &[u8]) -> Result<Instance, String> {
     let saved: SavedInstance =
         postcard::from_bytes(bytes).map_err(|e| format!("cannot read the saved instance: {e}"))?;
-    let builder = match budget {
-        Some(budget) => sim::Sim::builder().with_host_memory(budget),
-        None => sim::Sim::builder(),
-    };
-    let sim = builder.restore(saved.sim).map_err(|e| e.to_string())?;
+    let sim = sim::Sim::builder().restore(saved.sim).map_err(|e| e.to_string())?;
     let keys = Keys::from_seed(saved.seed);
     let certified = CertifiedState::new(keys, &subnet_ranges(&sim, saved.system_canisters), sim.time());
     let mut instance = Instance {
@@ -94,5 +90,44 @@ pub mod candid_bytes {
     ) -> Result<T, D::Error> {
         let bytes: serde_bytes::ByteBuf = serde::Deserialize::deserialize(deserializer)?;
         candid::decode_one(&bytes).map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors;
+    use crate::instance::Metadata;
+    use sha2::Digest;
+
+    /// An instance with something of every type it saves beside the
+    /// simulator's, saved and restored.
+    #[test]
+    fn the_saved_layout_is_pinned_by_its_format_number() {
+        let mut instance =
+            Instance::with_keys(sim::Sim::builder().with_subnet().build(), Keys::from_seed(3), true);
+        let (subnet, id) = (instance.sim.subnets()[0], Principal::from_slice(&[9; 10]));
+        let mut info = CanisterInfo::new(subnet, vec![Principal::anonymous()]);
+        info.module_hash = Some(vec![1; 32]);
+        info.metadata.push(Metadata {
+            name: "candid:service".into(),
+            public: true,
+            content: b"service {}".to_vec(),
+        });
+        info.chunks.insert(vec![2; 32], vec![3; 4]);
+        instance.canisters.insert(id, info);
+        instance.answered(Principal::anonymous(), Ok(vec![4, 5]));
+        instance.answered(Principal::anonymous(), Err(errors::canister_not_found(id)));
+        instance.ledger_blocks = 2;
+        let bytes = save(&instance).unwrap()().unwrap();
+        let restored = restore(&bytes).unwrap();
+        assert_eq!(save(&restored).unwrap()().unwrap(), bytes, "restored as saved");
+        assert_eq!(restored.certified.root_key_der(), instance.certified.root_key_der());
+        let pinned = (FORMAT, hex::encode(sha2::Sha256::digest(&bytes)));
+        assert_eq!(
+            pinned,
+            (1, "b9c9321d689b1713bd02f7a92943d0ff460f9af5d7cc79477422e824b4d68664".to_string()),
+            "a saved type changed: bump FORMAT, then this hash"
+        );
     }
 }

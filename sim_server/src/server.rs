@@ -402,7 +402,14 @@ pub struct Options {
 /// file exists: another server owns it, as with PocketIC.
 pub fn serve_forever(options: Options, announce: impl FnOnce(SocketAddr)) -> std::io::Result<bool> {
     let router = router(options.limits);
-    ic_http::serve_forever(router, options.requests, options.port, options.port_file.as_deref(), announce)
+    ic_http::serve_forever(
+        router,
+        options.requests,
+        options.port,
+        options.port_file.as_deref(),
+        announce,
+        || {},
+    )
 }
 
 /// A server on a thread of its own, with its own runtime (the pocket-ic

@@ -202,6 +202,7 @@ impl SimBuilder {
             faults: Default::default(),
             tracing: self.tracing,
             root_key: super::IC_ROOT_KEY.to_vec(),
+            executions: 0,
         }
     }
 }

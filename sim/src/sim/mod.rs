@@ -56,6 +56,8 @@ pub struct Sim {
     pub(crate) tracing: bool,
     /// The network's root key (DER), which `ic0.root_key_copy` gives.
     pub(crate) root_key: Vec<u8>,
+    /// Messages executed since it was built or restored (not saved).
+    pub(crate) executions: u64,
 }
 
 /// The IC's root key (DER): what the replica gives `ic0.root_key_copy`
@@ -392,6 +394,13 @@ impl Sim {
     /// The canister's balance in cycles.
     pub fn cycle_balance(&self, id: Principal) -> Result<u128, SimError> {
         Ok(self.canister(id)?.system_state().balance)
+    }
+
+    /// Messages executed since the simulator was built or restored: it
+    /// grows whenever a canister's state may have changed, which is what a
+    /// network's checkpoints watch.
+    pub fn executions(&self) -> u64 {
+        self.executions
     }
 
     /// What the simulator saw the canister do.

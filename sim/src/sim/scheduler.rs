@@ -86,6 +86,7 @@ impl Sim {
                         .saturating_add(limits.overhead_per_execution);
                     ran += 1;
                 }
+                self.executions += ran as u64;
                 // Charged after the canister's turn, if it ran
                 // (`execute_canisters_on_thread`).
                 if ran > 0 {
