@@ -6,6 +6,8 @@
 
 mod certified_state;
 mod keys;
+mod ledger;
+pub mod system_canisters;
 
 pub use certified_state::{
     CanisterState, CertifiedState, Edits, Path, SubnetRanges, SubnetState, leb128, to_cbor,

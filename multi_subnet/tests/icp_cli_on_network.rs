@@ -114,7 +114,25 @@ impl Project {
         project.ok(&["identity", "new", "alice", "--storage", "plaintext"]);
         project.ok(&["identity", "new", "bob", "--storage", "plaintext"]);
         project.ok(&["identity", "default", "alice"]);
+        // The network's ledgers start with the anonymous principal's funds,
+        // as PocketIC's do: alice gets cycles to create canisters with.
+        let alice = project.principal("alice");
+        project.ok(&["cycles", "transfer", "1000t", &alice, "-e", "sim", "--identity", "anonymous"]);
         project
+    }
+
+    /// The caller on subnet 0 and the callee on subnet 1, as on mainnet,
+    /// each with 100T cycles.
+    fn create_apart(&self, network: &Network) {
+        for (canister, subnet) in [("caller", 0), ("callee", 1)] {
+            let subnet = network.subnet(subnet);
+            self.ok(&["canister", "create", canister, "-e", "sim", "--cycles", "100t", "--subnet", &subnet]);
+        }
+    }
+
+    /// The principal of one of the project's identities.
+    fn principal(&self, identity: &str) -> String {
+        self.ok(&["identity", "principal", "--identity", identity]).trim().to_string()
     }
 
     fn icp(&self, args: &[&str]) -> Output {
@@ -166,10 +184,8 @@ fn the_upstream_flow_on_two_subnets_deploys_calls_upgrades_and_guards() {
         big.display()
     );
     let project = Project::new(&network, &extra);
-    // The caller and the callee on different subnets, as on mainnet.
-    project.ok(&["canister", "create", "caller", "-e", "sim", "--subnet", &network.subnet(0)]);
-    project.ok(&["canister", "create", "callee", "-e", "sim", "--subnet", &network.subnet(1)]);
-    project.ok(&["deploy", "-e", "sim"]);
+    project.create_apart(&network);
+    project.ok(&["deploy", "-e", "sim", "--cycles", "100t"]);
 
     assert_eq!(project.call(&["caller", "sequential_calls", "(90)"]), "(90 : nat64)");
     assert_eq!(project.call(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
@@ -245,7 +261,7 @@ fn the_upstream_flow_on_two_subnets_deploys_calls_upgrades_and_guards() {
 fn on_one_subnet_2000_parallel_calls_meet_the_500_slot_queue() {
     let network = Network::start(1);
     let project = Project::new(&network, "");
-    project.ok(&["deploy", "-e", "sim"]);
+    project.ok(&["deploy", "-e", "sim", "--cycles", "100t"]);
     assert_eq!(project.call(&["caller", "parallel_calls", "(2000)"]), "(500 : nat64)");
     assert_eq!(project.call(&["caller", "sequential_calls", "(2000)"]), "(2_000 : nat64)");
 }
@@ -256,24 +272,66 @@ fn hex_sha256(bytes: &[u8]) -> String {
 }
 
 #[test]
+fn the_ledgers_keep_the_balances_icp_cli_moves() {
+    let network = Network::start(1);
+    let project = Project::new(&network, "");
+    let (alice, bob) = (project.principal("alice"), project.principal("bob"));
+    let balance = |what: &str, identity: &str| {
+        project.ok(&[what, "balance", "-e", "sim", "--identity", identity]).trim().to_string()
+    };
+    assert_eq!(balance("cycles", "alice"), "Balance: 1_000_000_000_000_000 cycles");
+    assert_eq!(balance("token", "alice"), "Balance: 0 ICP");
+    project.ok(&["token", "transfer", "100", &alice, "-e", "sim", "--identity", "anonymous"]);
+    let sent = project.ok(&["token", "transfer", "1.5", &bob, "-e", "sim"]);
+    assert!(sent.starts_with(&format!("Transferred 1.50000000 ICP to {bob} in block ")), "{sent}");
+    assert_eq!(balance("token", "alice"), "Balance: 98.49990000 ICP", "less 1.5 ICP and the 0.0001 ICP fee");
+    assert_eq!(balance("token", "bob"), "Balance: 1.50000000 ICP");
+
+    // Two canisters at icp-cli's 2T each, plus the ledger's 100M fee each.
+    project.ok(&["deploy", "-e", "sim"]);
+    assert_eq!(balance("cycles", "alice"), "Balance: 995_999_800_000_000 cycles");
+    // Each call in flight prepays about 42B cycles: 2T pays for 46 at once,
+    // as on the IC (the README's steps give the caller 100T).
+    assert_eq!(project.call(&["caller", "parallel_calls", "(90)"]), "(46 : nat64)");
+    let topped = project.icp(&["canister", "top-up", "--amount", "1t", "caller", "-e", "sim"]);
+    let stderr = String::from_utf8_lossy(&topped.stderr);
+    assert!(
+        topped.status.success() && stderr.contains("Topped up canister caller with 1_000_000_000_000 cycles"),
+        "{stderr}"
+    );
+    assert_eq!(balance("cycles", "alice"), "Balance: 994_999_700_000_000 cycles");
+
+    // Bob has no cycles: the cycles ledger refuses to create his canister.
+    let refused = project.icp(&["canister", "create", "--detached", "-e", "sim", "--identity", "bob"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Insufficient cycles. Requested: 2000000000000 cycles, available balance: 0 cycles"),
+        "{}",
+        first_lines(&stderr)
+    );
+}
+
+#[test]
 fn a_network_started_again_on_its_state_dir_has_its_canisters_and_counts() {
     let state = tempfile::tempdir().unwrap();
     let dir = state.path().to_str().unwrap();
     let network = Network::start_with(&["--subnets", "2", "--state-dir", dir, "--checkpoint-secs", "3600"]);
     let port = network.port.to_string();
     let project = Project::new(&network, "");
-    project.ok(&["canister", "create", "caller", "-e", "sim", "--subnet", &network.subnet(0)]);
-    project.ok(&["canister", "create", "callee", "-e", "sim", "--subnet", &network.subnet(1)]);
-    project.ok(&["deploy", "-e", "sim"]);
+    project.create_apart(&network);
+    project.ok(&["deploy", "-e", "sim", "--cycles", "100t"]);
     assert_eq!(project.call(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
     let caller_status = project.ok(&["canister", "status", "-e", "sim", "caller"]);
+    let cycles = project.ok(&["cycles", "balance", "-e", "sim"]);
     assert!(network.stop("INT").success(), "SIGINT stops the network, which saves its state");
 
-    // Started again: the same canisters, code, memory and settings.
+    // Started again: the same canisters, code, memory, settings and balances.
     let restart = ["--subnets", "2", "--state-dir", dir, "--port", &port, "--checkpoint-secs", "3600"];
     let network = Network::start_with(&restart);
     assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(90 : nat64)");
     assert_eq!(project.ok(&["canister", "status", "-e", "sim", "caller"]), caller_status);
+    assert_eq!(project.ok(&["cycles", "balance", "-e", "sim"]), cycles);
     assert_eq!(project.call(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
     assert_eq!(project.call(&["callee", "pings_received", "()", "--query"]), "(180 : nat64)");
     // Killed before a checkpoint: back where the last save left it.

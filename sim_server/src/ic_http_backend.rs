@@ -77,9 +77,7 @@ impl Backend for Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<u64, Reject> {
-        if self.system_canisters
-            && let Some(result) = system_canisters::update(self, canister, sender, method, &arg)
-        {
+        if let Some(result) = system_canisters::update(self, canister, sender, method, &arg) {
             return Ok(self.answered(sender, result));
         }
         let effective = RawEffectivePrincipal::CanisterId(effective.as_slice().to_vec());
@@ -129,9 +127,7 @@ impl Backend for Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
-        let stand_in =
-            self.system_canisters.then(|| system_canisters::query(self, canister, method)).flatten();
-        let result = match stand_in {
+        let result = match system_canisters::query(self, canister, method, &arg) {
             Some(result) => result,
             None => self.query_as(canister, sender, method, arg),
         };

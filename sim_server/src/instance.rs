@@ -89,12 +89,11 @@ pub struct Instance {
     /// The subnets' certified state, which queries' data certificates and
     /// the IC HTTP interface read.
     pub certified: Arc<CertifiedState>,
-    /// Whether the stand-ins for the cycles ledger and the cycles minting
-    /// canister answer at their ids (`multi_subnet network`; a PocketIC
-    /// instance has none, as PocketIC without its ICP features).
-    pub system_canisters: bool,
-    /// Blocks the cycles ledger stand-in has answered with.
-    pub ledger_blocks: u64,
+    /// The stand-ins for the ICP ledger, the cycles ledger and the cycles
+    /// minting canister, which answer at their ids (`multi_subnet
+    /// network`; a PocketIC instance has none, as PocketIC without its ICP
+    /// features).
+    pub system: Option<ic_model::system_canisters::SystemCanisters>,
 }
 
 fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
@@ -140,8 +139,7 @@ impl Instance {
             next_message: 0,
             changed: BTreeSet::new(),
             certified: Arc::new(certified),
-            system_canisters,
-            ledger_blocks: 0,
+            system: system_canisters.then(ic_model::system_canisters::SystemCanisters::new),
         }
     }
 

@@ -157,11 +157,8 @@ pub fn create(
         return Ok(Err(invalid_settings(why)));
     }
     let initial = instance.sim.config().initial_cycles;
-    let cycles = args.amount.map_or(Ok(initial), |n| u128::try_from(n.0).map_err(|_| ()));
-    let Ok(cycles) = cycles.and_then(|c| if c >= initial { Ok(c) } else { Err(()) }) else {
-        return Ok(Err(errors::unsupported(format!(
-            "creating a canister with fewer than the simulator's {initial} initial cycles"
-        ))));
+    let Ok(cycles) = args.amount.map_or(Ok(initial), |n| u128::try_from(n.0)) else {
+        return Ok(Err(errors::unsupported("creating a canister with more than 2^128 cycles")));
     };
     let controllers = settings.controllers.clone().unwrap_or_else(|| vec![sender]);
     let id = instance.sim.create_canister_with(subnet, sim_settings(&settings, Some(controllers.clone())));
@@ -169,7 +166,12 @@ pub fn create(
         Ok(id) => id,
         Err(e) => return Ok(Err(errors::from_sim_error(e))),
     };
-    if let Err(e) = instance.sim.add_cycles(id, cycles - initial) {
+    // The simulator creates a canister with its initial cycles.
+    let set = match cycles.checked_sub(initial) {
+        Some(more) => instance.sim.add_cycles(id, more),
+        None => instance.sim.remove_cycles(id, initial - cycles),
+    };
+    if let Err(e) = set {
         return Ok(Err(errors::from_sim_error(e)));
     }
     let subnet = instance.sim.subnets()[subnet];

@@ -12,7 +12,7 @@ use crate::instance::{CanisterInfo, Instance, Message, subnet_ranges};
 
 /// Bumped whenever [`SavedInstance`] or what it holds changes (the
 /// simulator's part has a number of its own).
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// The format of what [`save`] writes: a state saved under another is
 /// refused.
@@ -27,8 +27,7 @@ struct SavedInstance {
     canisters: BTreeMap<Principal, CanisterInfo>,
     messages: BTreeMap<u64, Message>,
     next_message: u64,
-    system_canisters: bool,
-    ledger_blocks: u64,
+    system: Option<ic_model::system_canisters::SystemCanisters>,
 }
 
 /// The instance's state, between rounds, to encode later (on another thread).
@@ -39,8 +38,7 @@ pub fn save(instance: &Instance) -> Result<ic_http::SavedState, String> {
         canisters: instance.canisters.iter().map(|(id, info)| (*id, info.clone())).collect(),
         messages: instance.messages.iter().map(|(index, m)| (*index, m.clone())).collect(),
         next_message: instance.next_message,
-        system_canisters: instance.system_canisters,
-        ledger_blocks: instance.ledger_blocks,
+        system: instance.system.clone(),
     };
     Ok(Box::new(move || {
         // Sized first: growing a buffer of many MiB copies it again and again.
@@ -57,7 +55,7 @@ pub fn restore(bytes: &[u8]) -> Result<Instance, String> {
         postcard::from_bytes(bytes).map_err(|e| format!("cannot read the saved instance: {e}"))?;
     let sim = sim::Sim::builder().restore(saved.sim).map_err(|e| e.to_string())?;
     let keys = Keys::from_seed(saved.seed);
-    let certified = CertifiedState::new(keys, &subnet_ranges(&sim, saved.system_canisters), sim.time());
+    let certified = CertifiedState::new(keys, &subnet_ranges(&sim, saved.system.is_some()), sim.time());
     let mut instance = Instance {
         changed: saved.canisters.keys().copied().collect(),
         sim,
@@ -65,8 +63,7 @@ pub fn restore(bytes: &[u8]) -> Result<Instance, String> {
         messages: saved.messages,
         next_message: saved.next_message,
         certified: Arc::new(certified),
-        system_canisters: saved.system_canisters,
-        ledger_blocks: saved.ledger_blocks,
+        system: saved.system,
     };
     instance.stage_changes();
     Ok(instance)
@@ -118,7 +115,6 @@ mod tests {
         instance.canisters.insert(id, info);
         instance.answered(Principal::anonymous(), Ok(vec![4, 5]));
         instance.answered(Principal::anonymous(), Err(errors::canister_not_found(id)));
-        instance.ledger_blocks = 2;
         let bytes = save(&instance).unwrap()().unwrap();
         let restored = restore(&bytes).unwrap();
         assert_eq!(save(&restored).unwrap()().unwrap(), bytes, "restored as saved");
@@ -126,7 +122,7 @@ mod tests {
         let pinned = (FORMAT, hex::encode(sha2::Sha256::digest(&bytes)));
         assert_eq!(
             pinned,
-            (1, "b9c9321d689b1713bd02f7a92943d0ff460f9af5d7cc79477422e824b4d68664".to_string()),
+            (2, "7224c8ed189aa697a51e71b9107c2b9d31cec4ce852aa5d58aedf3a388e086a7".to_string()),
             "a saved type changed: bump FORMAT, then this hash"
         );
     }

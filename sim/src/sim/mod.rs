@@ -391,6 +391,14 @@ impl Sim {
         Ok(canister.system_state().balance)
     }
 
+    /// Takes up to `amount` from the canister's balance; returns the new
+    /// balance.
+    pub fn remove_cycles(&mut self, id: Principal, amount: u128) -> Result<u128, SimError> {
+        let state = self.canister_mut(id)?.system_state_mut();
+        state.balance = state.balance.saturating_sub(amount);
+        Ok(state.balance)
+    }
+
     /// The canister's balance in cycles.
     pub fn cycle_balance(&self, id: Principal) -> Result<u128, SimError> {
         Ok(self.canister(id)?.system_state().balance)

@@ -1,0 +1,255 @@
+//! The cycles ledger's stand-in: ICRC-1 balances of cycles by account,
+//! `create_canister` paid from the caller's balance, and `withdraw`, which
+//! tops up a canister.
+
+use candid::{CandidType, Nat, Principal};
+use serde::{Deserialize, Serialize};
+
+use super::icrc1::{self, Token, amount};
+use super::{ANONYMOUS_CYCLES, CYCLES_LEDGER, Host, Reject, argument, reply};
+use crate::ledger::{self, Ledger};
+
+/// The cycles ledger's fee: 100M cycles a block.
+pub const CYCLES_LEDGER_FEE: u128 = 100_000_000;
+
+const TOKEN: Token =
+    Token { canister: CYCLES_LEDGER, symbol: "TCYCLES", name: "Trillion Cycles", decimals: 12 };
+
+/// `create_canister`'s argument, as icp-cli sends it.
+#[derive(CandidType, Deserialize)]
+struct CreateCanisterArgs {
+    from_subaccount: Option<Vec<u8>>,
+    created_at_time: Option<u64>,
+    amount: Nat,
+    creation_args: Option<CreationArgs>,
+}
+
+#[derive(CandidType, Deserialize)]
+struct CreationArgs {
+    subnet_selection: Option<SubnetSelection>,
+    settings: Option<CreationSettings>,
+}
+
+#[derive(CandidType, Deserialize)]
+enum SubnetSelection {
+    Filter { subnet_type: Option<String> },
+    Subnet { subnet: Principal },
+}
+
+#[derive(CandidType, Deserialize)]
+struct CreationSettings {
+    controllers: Option<Vec<Principal>>,
+    freezing_threshold: Option<Nat>,
+    reserved_cycles_limit: Option<Nat>,
+    memory_allocation: Option<Nat>,
+    compute_allocation: Option<Nat>,
+}
+
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+pub(super) enum CreateCanisterError {
+    GenericError { message: String, error_code: Nat },
+    TemporarilyUnavailable,
+    Duplicate { duplicate_of: Nat, canister_id: Option<Principal> },
+    CreatedInFuture { ledger_time: u64 },
+    FailedToCreate { error: String, refund_block: Option<Nat>, fee_block: Option<Nat> },
+    TooOld,
+    InsufficientFunds { balance: Nat },
+}
+
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+pub(super) struct CreateCanisterSuccess {
+    pub block_id: Nat,
+    pub canister_id: Principal,
+}
+
+#[derive(CandidType, Deserialize)]
+struct WithdrawArgs {
+    amount: Nat,
+    from_subaccount: Option<Vec<u8>>,
+    to: Principal,
+    created_at_time: Option<u64>,
+}
+
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+pub(super) enum RejectionCode {
+    NoError,
+    CanisterError,
+    SysTransient,
+    DestinationInvalid,
+    Unknown,
+    SysFatal,
+    CanisterReject,
+}
+
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+pub(super) enum WithdrawError {
+    GenericError { message: String, error_code: Nat },
+    TemporarilyUnavailable,
+    FailedToWithdraw { fee_block: Option<Nat>, rejection_code: RejectionCode, rejection_reason: String },
+    Duplicate { duplicate_of: Nat },
+    BadFee { expected_fee: Nat },
+    InvalidReceiver { receiver: Principal },
+    CreatedInFuture { ledger_time: u64 },
+    TooOld,
+    InsufficientFunds { balance: Nat },
+}
+
+/// The cycles ledger's book, by account. Its minting account is its own
+/// default one: no caller is the ledger itself.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CyclesLedger {
+    book: Ledger<ledger::Account>,
+}
+
+fn key(account: &ledger::Account) -> ledger::Account {
+    *account
+}
+
+impl CyclesLedger {
+    /// The anonymous principal holds [`ANONYMOUS_CYCLES`].
+    pub fn new() -> Self {
+        let minter = ledger::Account::of(CYCLES_LEDGER);
+        let mut book = Ledger::new(CYCLES_LEDGER_FEE, minter);
+        book.transfer(Self::mint(ledger::Account::of(Principal::anonymous()), ANONYMOUS_CYCLES), 0)
+            .expect("a mint");
+        Self { book }
+    }
+
+    fn mint(to: ledger::Account, amount: u128) -> ledger::Transfer<ledger::Account> {
+        let from = ledger::Account::of(CYCLES_LEDGER);
+        ledger::Transfer { from, to, amount, fee: None, memo: None, created_at_time: None }
+    }
+
+    pub fn update(
+        &mut self,
+        host: &mut dyn Host,
+        caller: Principal,
+        method: &str,
+        arg: &[u8],
+        now: u64,
+    ) -> Result<Vec<u8>, Reject> {
+        match method {
+            "icrc1_transfer" => icrc1::transfer(&mut self.book, &TOKEN, key, caller, arg, now),
+            "create_canister" => {
+                let args: CreateCanisterArgs = argument(CYCLES_LEDGER, method, arg)?;
+                reply(self.create_canister(host, caller, args, now))
+            }
+            "withdraw" => {
+                let args: WithdrawArgs = argument(CYCLES_LEDGER, method, arg)?;
+                reply(self.withdraw(host, caller, args, now))
+            }
+            _ => self.query(method, arg),
+        }
+    }
+
+    pub fn query(&self, method: &str, arg: &[u8]) -> Result<Vec<u8>, Reject> {
+        icrc1::query(&self.book, &TOKEN, key, None, method, arg)
+            .unwrap_or_else(|| Err(Reject::no_method(CYCLES_LEDGER, "query", method)))
+    }
+
+    /// Takes `amount` and the fee from `from`; the fee's block.
+    fn take(&mut self, from: &ledger::Account, amount: u128) -> Result<u64, u128> {
+        self.book.withdraw(from, amount).map_err(|_| self.book.balance(from))
+    }
+
+    /// Gives back what a failed creation or withdrawal took (the fee is
+    /// kept, as the cycles ledger keeps it); the refund's block.
+    fn refund(&mut self, to: ledger::Account, amount: u128, now: u64) -> u64 {
+        self.book.transfer(Self::mint(to, amount), now).expect("a mint")
+    }
+
+    fn create_canister(
+        &mut self,
+        host: &mut dyn Host,
+        caller: Principal,
+        args: CreateCanisterArgs,
+        now: u64,
+    ) -> Result<CreateCanisterSuccess, CreateCanisterError> {
+        let generic =
+            |message: String| CreateCanisterError::GenericError { message, error_code: Nat::from(0u8) };
+        let from = ledger::Account::new(caller, args.from_subaccount.as_deref())
+            .ok_or_else(|| generic("from_subaccount is not 32 bytes long".into()))?;
+        let balance = self.book.balance(&from);
+        let amount =
+            amount(&args.amount).ok_or(CreateCanisterError::InsufficientFunds { balance: balance.into() })?;
+        let creation = args.creation_args.unwrap_or(CreationArgs { subnet_selection: None, settings: None });
+        let subnets = host.subnets();
+        let subnet = match creation.subnet_selection {
+            Some(SubnetSelection::Subnet { subnet }) if !subnets.contains(&subnet) => {
+                return Err(CreateCanisterError::FailedToCreate {
+                    error: format!("subnet {subnet} is not part of this network"),
+                    refund_block: None,
+                    fee_block: None,
+                });
+            }
+            Some(SubnetSelection::Subnet { subnet }) => subnet,
+            Some(SubnetSelection::Filter { subnet_type: Some(kind) }) if kind != "application" => {
+                return Err(CreateCanisterError::FailedToCreate {
+                    error: format!("this network has only application subnets, not {kind}"),
+                    refund_block: None,
+                    fee_block: None,
+                });
+            }
+            _ => subnets[0],
+        };
+        let settings = creation.settings.unwrap_or(CreationSettings {
+            controllers: None,
+            freezing_threshold: None,
+            reserved_cycles_limit: None,
+            memory_allocation: None,
+            compute_allocation: None,
+        });
+        let settings = ic_management_canister_types::CanisterSettings {
+            // The cycles ledger makes the caller the controller when none is named.
+            controllers: Some(settings.controllers.unwrap_or_else(|| vec![caller])),
+            freezing_threshold: settings.freezing_threshold,
+            reserved_cycles_limit: settings.reserved_cycles_limit,
+            memory_allocation: settings.memory_allocation,
+            compute_allocation: settings.compute_allocation,
+            ..Default::default()
+        };
+        let fee_block = self
+            .take(&from, amount)
+            .map_err(|balance| CreateCanisterError::InsufficientFunds { balance: balance.into() })?;
+        match host.create_canister(subnet, settings, amount) {
+            Ok(canister_id) => Ok(CreateCanisterSuccess { block_id: fee_block.into(), canister_id }),
+            Err(error) => {
+                let refund_block = self.refund(from, amount, now);
+                Err(CreateCanisterError::FailedToCreate {
+                    error,
+                    refund_block: Some(refund_block.into()),
+                    fee_block: Some(fee_block.into()),
+                })
+            }
+        }
+    }
+
+    fn withdraw(
+        &mut self,
+        host: &mut dyn Host,
+        caller: Principal,
+        args: WithdrawArgs,
+        now: u64,
+    ) -> Result<Nat, WithdrawError> {
+        let generic = |message: String| WithdrawError::GenericError { message, error_code: Nat::from(0u8) };
+        let from = ledger::Account::new(caller, args.from_subaccount.as_deref())
+            .ok_or_else(|| generic("from_subaccount is not 32 bytes long".into()))?;
+        let balance = self.book.balance(&from);
+        let amount =
+            amount(&args.amount).ok_or(WithdrawError::InsufficientFunds { balance: balance.into() })?;
+        let block = self
+            .take(&from, amount)
+            .map_err(|balance| WithdrawError::InsufficientFunds { balance: balance.into() })?;
+        match host.deposit_cycles(args.to, amount) {
+            Ok(()) => Ok(block.into()),
+            Err(rejection_reason) => {
+                self.refund(from, amount, now);
+                Err(WithdrawError::FailedToWithdraw {
+                    fee_block: Some(block.into()),
+                    rejection_code: RejectionCode::DestinationInvalid,
+                    rejection_reason,
+                })
+            }
+        }
+    }
+}

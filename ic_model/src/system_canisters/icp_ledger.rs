@@ -1,0 +1,170 @@
+//! The ICP ledger's stand-in: ICRC-1 and the legacy `transfer` and
+//! `account_balance` over one book keyed by account identifier, as the ICP
+//! ledger keeps it; its minting account is NNS governance's.
+
+use candid::{CandidType, Principal};
+use serde::{Deserialize, Serialize};
+
+use super::icrc1::{self, Token};
+use super::{ANONYMOUS_ICP_E8S, GOVERNANCE, ICP_LEDGER, Reject, argument, reply};
+use crate::ledger::{self, Ledger, account_identifier};
+
+/// The ICP ledger's fee: 0.0001 ICP.
+pub const ICP_LEDGER_FEE_E8S: u128 = 10_000;
+
+const TOKEN: Token = Token { canister: ICP_LEDGER, symbol: "ICP", name: "Internet Computer", decimals: 8 };
+
+/// The legacy interface's amount.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+struct Tokens {
+    e8s: u64,
+}
+
+impl Tokens {
+    fn of(e8s: u128) -> Self {
+        Self { e8s: u64::try_from(e8s).unwrap_or(u64::MAX) }
+    }
+}
+
+#[derive(CandidType, Deserialize)]
+struct TimeStamp {
+    timestamp_nanos: u64,
+}
+
+/// The legacy `transfer`'s argument.
+#[derive(CandidType, Deserialize)]
+struct TransferArgs {
+    memo: u64,
+    amount: Tokens,
+    fee: Tokens,
+    from_subaccount: Option<Vec<u8>>,
+    to: Vec<u8>,
+    created_at_time: Option<TimeStamp>,
+}
+
+/// The legacy `transfer`'s error.
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+enum TransferError {
+    BadFee { expected_fee: Tokens },
+    InsufficientFunds { balance: Tokens },
+    TxTooOld { allowed_window_nanos: u64 },
+    TxCreatedInFuture,
+    TxDuplicate { duplicate_of: u64 },
+}
+
+#[derive(CandidType, Deserialize)]
+struct AccountBalanceArgs {
+    account: Vec<u8>,
+}
+
+/// The ICP ledger's book, by account identifier.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IcpLedger {
+    book: Ledger<[u8; 32]>,
+}
+
+fn key(account: &ledger::Account) -> [u8; 32] {
+    account_identifier(account)
+}
+
+impl IcpLedger {
+    /// The anonymous principal holds [`ANONYMOUS_ICP_E8S`].
+    pub fn new() -> Self {
+        let minter = key(&ledger::Account::of(GOVERNANCE));
+        let mut book = Ledger::new(ICP_LEDGER_FEE_E8S, minter);
+        let genesis = ledger::Transfer {
+            from: minter,
+            to: key(&ledger::Account::of(Principal::anonymous())),
+            amount: ANONYMOUS_ICP_E8S,
+            fee: None,
+            memo: None,
+            created_at_time: None,
+        };
+        book.transfer(genesis, 0).expect("a mint");
+        Self { book }
+    }
+
+    pub fn update(
+        &mut self,
+        caller: Principal,
+        method: &str,
+        arg: &[u8],
+        now: u64,
+    ) -> Result<Vec<u8>, Reject> {
+        match method {
+            "icrc1_transfer" => icrc1::transfer(&mut self.book, &TOKEN, key, caller, arg, now),
+            "transfer" => {
+                let args: TransferArgs = argument(ICP_LEDGER, method, arg)?;
+                reply(self.transfer(caller, args, now)?)
+            }
+            _ => self.query(method, arg),
+        }
+    }
+
+    pub fn query(&self, method: &str, arg: &[u8]) -> Result<Vec<u8>, Reject> {
+        let minting_account = Some(icrc1::Account { owner: GOVERNANCE, subaccount: None });
+        if let Some(answer) = icrc1::query(&self.book, &TOKEN, key, minting_account, method, arg) {
+            return answer;
+        }
+        match method {
+            "account_balance" => {
+                let args: AccountBalanceArgs = argument(ICP_LEDGER, method, arg)?;
+                let balance =
+                    <[u8; 32]>::try_from(args.account.as_slice()).map_or(0, |id| self.book.balance(&id));
+                reply(Tokens::of(balance))
+            }
+            "transfer_fee" => {
+                #[derive(CandidType)]
+                struct TransferFee {
+                    transfer_fee: Tokens,
+                }
+                reply(TransferFee { transfer_fee: Tokens::of(self.book.fee()) })
+            }
+            other => Err(Reject::no_method(ICP_LEDGER, "query", other)),
+        }
+    }
+
+    /// The legacy `transfer`; `Err` where the ICP ledger traps.
+    fn transfer(
+        &mut self,
+        caller: Principal,
+        args: TransferArgs,
+        now: u64,
+    ) -> Result<Result<u64, TransferError>, Reject> {
+        let trap = |why: &str| Reject {
+            code: ic_error_types::RejectCode::CanisterError,
+            error_code: ic_error_types::ErrorCode::CanisterCalledTrap,
+            message: format!("Canister {ICP_LEDGER} trapped: {why}"),
+        };
+        let from = ledger::Account::new(caller, args.from_subaccount.as_deref())
+            .ok_or_else(|| trap("from_subaccount is not 32 bytes long"))?;
+        let to = <[u8; 32]>::try_from(args.to.as_slice())
+            .map_err(|_| trap("the account identifier `to` is not 32 bytes long"))?;
+        let transfer = ledger::Transfer {
+            from: key(&from),
+            to,
+            amount: args.amount.e8s.into(),
+            fee: Some(args.fee.e8s.into()),
+            memo: Some(args.memo.to_be_bytes().to_vec()),
+            created_at_time: args.created_at_time.map(|t| t.timestamp_nanos),
+        };
+        use ledger::TransferError as E;
+        let refused = match self.book.transfer(transfer, now) {
+            Ok(block) => return Ok(Ok(block)),
+            Err(E::BadFee { expected_fee }) => {
+                TransferError::BadFee { expected_fee: Tokens::of(expected_fee) }
+            }
+            Err(E::InsufficientFunds { balance }) => {
+                TransferError::InsufficientFunds { balance: Tokens::of(balance) }
+            }
+            Err(E::TooOld) => TransferError::TxTooOld { allowed_window_nanos: ledger::TX_WINDOW_NS },
+            Err(E::CreatedInFuture { .. }) => TransferError::TxCreatedInFuture,
+            Err(E::Duplicate { duplicate_of }) => TransferError::TxDuplicate { duplicate_of },
+            Err(E::BadBurn { min_burn_amount }) => {
+                return Err(trap(&format!("a burn must be at least {min_burn_amount} e8s")));
+            }
+            Err(E::GenericError { message, .. }) => return Err(trap(&message)),
+        };
+        Ok(Err(refused))
+    }
+}

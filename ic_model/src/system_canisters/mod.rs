@@ -1,0 +1,162 @@
+//! The system canisters icp-cli and dfx call, as the simulator's stand-ins
+//! at their mainnet ids: the ICP ledger, the cycles ledger and the cycles
+//! minting canister. They are not DFINITY's canisters: they run natively,
+//! keep the balances and blocks their interfaces show (with the IC's fees
+//! and deduplication), and refuse what the real ones refuse with the same
+//! errors. Creating a canister and depositing cycles are the engine's: a
+//! [`Host`] does them.
+
+mod cmc;
+mod cycles_ledger;
+mod icp_ledger;
+mod icrc1;
+
+use candid::{CandidType, Principal};
+use ic_error_types::{ErrorCode, RejectCode};
+use serde::{Deserialize, Serialize};
+
+pub use cycles_ledger::CYCLES_LEDGER_FEE;
+pub use icp_ledger::ICP_LEDGER_FEE_E8S;
+
+/// The ICP ledger's id on the IC (`ryjl3-tyaaa-aaaaa-aaaba-cai`).
+pub const ICP_LEDGER: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 2, 1, 1]);
+/// The cycles ledger's id on the IC (`um5iw-rqaaa-aaaaq-qaaba-cai`).
+pub const CYCLES_LEDGER: Principal = Principal::from_slice(&[0, 0, 0, 0, 2, 16, 0, 2, 1, 1]);
+/// The cycles minting canister's id on the IC (`rkp4c-7iaaa-aaaaa-aaaca-cai`).
+pub const CYCLES_MINTING_CANISTER: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 4, 1, 1]);
+/// The NNS governance canister (`rrkah-fqaaa-aaaaa-aaaaq-cai`): the ICP
+/// ledger's minting account is its default account.
+pub const GOVERNANCE: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 1, 1]);
+
+/// What the anonymous principal holds when a network starts, as PocketIC
+/// gives it: 1,000,000,000 ICP.
+pub const ANONYMOUS_ICP_E8S: u128 = 100_000_000 * 1_000_000_000;
+/// What the anonymous principal holds when a network starts, as PocketIC
+/// gives it: 2^127 cycles.
+pub const ANONYMOUS_CYCLES: u128 = 1 << 127;
+
+/// A call a system canister refused, as the IC reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reject {
+    /// The interface specification's reject code.
+    pub code: RejectCode,
+    /// The replica's error code.
+    pub error_code: ErrorCode,
+    /// Why, for people.
+    pub message: String,
+}
+
+impl Reject {
+    fn no_method(canister: Principal, kind: &str, method: &str) -> Self {
+        Self {
+            code: RejectCode::CanisterError,
+            error_code: ErrorCode::CanisterMethodNotFound,
+            message: format!(
+                "Canister {canister} has no {kind} method '{method}' (it is the simulator's stand-in, which has the methods icp-cli and dfx call)"
+            ),
+        }
+    }
+
+    fn bad_argument(canister: Principal, method: &str, why: impl std::fmt::Display) -> Self {
+        Self {
+            code: RejectCode::CanisterError,
+            error_code: ErrorCode::CanisterCalledTrap,
+            message: format!("Canister {canister} trapped: failed to decode the argument of {method}: {why}"),
+        }
+    }
+}
+
+/// What the system canisters need of the engine beneath them.
+pub trait Host {
+    /// The subnets, in the engine's order.
+    fn subnets(&self) -> Vec<Principal>;
+    /// The network's time, in ns since the epoch.
+    fn time(&self) -> u64;
+    /// Creates a canister on `subnet` with `settings` (its controllers
+    /// among them), holding `cycles`; why not, if it cannot.
+    fn create_canister(
+        &mut self,
+        subnet: Principal,
+        settings: ic_management_canister_types::CanisterSettings,
+        cycles: u128,
+    ) -> Result<Principal, String>;
+    /// Adds `cycles` to `canister`'s balance; why not, if it cannot.
+    fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), String>;
+}
+
+/// The system canisters' state: what their ledgers hold.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SystemCanisters {
+    icp: icp_ledger::IcpLedger,
+    cycles: cycles_ledger::CyclesLedger,
+}
+
+impl Default for SystemCanisters {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SystemCanisters {
+    /// Ledgers in which the anonymous principal holds [`ANONYMOUS_ICP_E8S`]
+    /// and [`ANONYMOUS_CYCLES`], and no one else anything.
+    pub fn new() -> Self {
+        Self { icp: icp_ledger::IcpLedger::new(), cycles: cycles_ledger::CyclesLedger::new() }
+    }
+
+    /// Whether `canister` is one of them.
+    pub fn is_system_canister(canister: Principal) -> bool {
+        [ICP_LEDGER, CYCLES_LEDGER, CYCLES_MINTING_CANISTER].contains(&canister)
+    }
+
+    /// An update call from `caller`; `None` if `canister` is none of them.
+    pub fn update(
+        &mut self,
+        host: &mut dyn Host,
+        canister: Principal,
+        caller: Principal,
+        method: &str,
+        arg: &[u8],
+    ) -> Option<Result<Vec<u8>, Reject>> {
+        let now = host.time();
+        Some(match canister {
+            ICP_LEDGER => self.icp.update(caller, method, arg, now),
+            CYCLES_LEDGER => self.cycles.update(host, caller, method, arg, now),
+            CYCLES_MINTING_CANISTER => cmc::query(&*host, method),
+            _ => return None,
+        })
+    }
+
+    /// A query from `caller`; `None` if `canister` is none of them.
+    pub fn query(
+        &self,
+        host: &dyn Host,
+        canister: Principal,
+        method: &str,
+        arg: &[u8],
+    ) -> Option<Result<Vec<u8>, Reject>> {
+        Some(match canister {
+            ICP_LEDGER => self.icp.query(method, arg),
+            CYCLES_LEDGER => self.cycles.query(method, arg),
+            CYCLES_MINTING_CANISTER => cmc::query(host, method),
+            _ => return None,
+        })
+    }
+}
+
+/// `value` as a candid reply.
+fn reply<T: CandidType>(value: T) -> Result<Vec<u8>, Reject> {
+    Ok(candid::encode_one(value).expect("a reply encodes"))
+}
+
+/// The candid argument of `method`, or the trap the canister would give.
+fn argument<T: CandidType + for<'de> Deserialize<'de>>(
+    canister: Principal,
+    method: &str,
+    arg: &[u8],
+) -> Result<T, Reject> {
+    candid::decode_one(arg).map_err(|e| Reject::bad_argument(canister, method, e))
+}
+
+#[cfg(test)]
+mod tests;

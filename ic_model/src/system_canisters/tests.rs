@@ -1,0 +1,309 @@
+use super::cycles_ledger::{CreateCanisterError, CreateCanisterSuccess, WithdrawError};
+use super::icrc1::{Account, TransferArg, TransferError};
+use super::*;
+use candid::{Decode, Encode, Nat};
+
+const NOW: u64 = 1_700_000_000_000_000_000;
+
+/// A host with two subnets that creates canisters with ids counting up,
+/// and knows their balances.
+#[derive(Default)]
+struct FakeHost {
+    created: Vec<(Principal, Vec<Principal>, u128)>,
+    refuse: bool,
+}
+
+fn subnet(n: u8) -> Principal {
+    Principal::from_slice(&[n; 29])
+}
+
+impl Host for FakeHost {
+    fn subnets(&self) -> Vec<Principal> {
+        vec![subnet(1), subnet(2)]
+    }
+
+    fn time(&self) -> u64 {
+        NOW
+    }
+
+    fn create_canister(
+        &mut self,
+        subnet: Principal,
+        settings: ic_management_canister_types::CanisterSettings,
+        cycles: u128,
+    ) -> Result<Principal, String> {
+        if self.refuse {
+            return Err("the subnet is full".into());
+        }
+        let id = Principal::from_slice(&[self.created.len() as u8 + 10, 1, 1]);
+        let _ = subnet;
+        self.created.push((id, settings.controllers.unwrap_or_default(), cycles));
+        Ok(id)
+    }
+
+    fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), String> {
+        let Some(created) = self.created.iter_mut().find(|c| c.0 == canister) else {
+            return Err(format!("Canister {canister} not found"));
+        };
+        created.2 += cycles;
+        Ok(())
+    }
+}
+
+fn user(n: u8) -> Principal {
+    Principal::from_slice(&[n; 29])
+}
+
+fn account(owner: Principal) -> Account {
+    Account { owner, subaccount: None }
+}
+
+fn balance(system: &SystemCanisters, ledger: Principal, owner: Principal) -> u128 {
+    let answer =
+        system.query(&FakeHost::default(), ledger, "icrc1_balance_of", &Encode!(&account(owner)).unwrap());
+    let balance = Decode!(&answer.unwrap().unwrap(), Nat).unwrap();
+    u128::try_from(&balance.0).unwrap()
+}
+
+fn icrc1_transfer(
+    system: &mut SystemCanisters,
+    ledger: Principal,
+    from: Principal,
+    to: Principal,
+    amount: u128,
+    fee: Option<u128>,
+) -> Result<Nat, TransferError> {
+    let arg = TransferArg {
+        from_subaccount: None,
+        to: account(to),
+        amount: amount.into(),
+        fee: fee.map(Nat::from),
+        memo: None,
+        created_at_time: None,
+    };
+    let answer =
+        system.update(&mut FakeHost::default(), ledger, from, "icrc1_transfer", &Encode!(&arg).unwrap());
+    Decode!(&answer.unwrap().unwrap(), Result<Nat, TransferError>).unwrap()
+}
+
+#[test]
+fn anonymous_holds_what_pocket_ic_gives_it_and_no_one_else_anything() {
+    let system = SystemCanisters::new();
+    assert_eq!(balance(&system, ICP_LEDGER, Principal::anonymous()), 100_000_000_000_000_000);
+    assert_eq!(balance(&system, CYCLES_LEDGER, Principal::anonymous()), 1 << 127);
+    assert_eq!(balance(&system, ICP_LEDGER, user(1)), 0);
+    let host = FakeHost::default();
+    let decimals = |ledger| {
+        Decode!(&system.query(&host, ledger, "icrc1_decimals", &Encode!().unwrap()).unwrap().unwrap(), u8)
+            .unwrap()
+    };
+    assert_eq!((decimals(ICP_LEDGER), decimals(CYCLES_LEDGER)), (8, 12));
+    let symbol = |ledger| {
+        Decode!(&system.query(&host, ledger, "icrc1_symbol", &Encode!().unwrap()).unwrap().unwrap(), String)
+            .unwrap()
+    };
+    assert_eq!((symbol(ICP_LEDGER), symbol(CYCLES_LEDGER)), ("ICP".to_string(), "TCYCLES".to_string()));
+}
+
+#[test]
+fn an_icrc1_transfer_moves_the_amount_and_burns_the_fee() {
+    let mut system = SystemCanisters::new();
+    let anonymous = Principal::anonymous();
+    // icp-cli's funding after `icp network start`: the fee named.
+    let sent = icrc1_transfer(
+        &mut system,
+        CYCLES_LEDGER,
+        anonymous,
+        user(1),
+        1_000_000_000_000_000,
+        Some(100_000_000),
+    );
+    assert_eq!(sent, Ok(Nat::from(1u8)), "block 1: block 0 is the genesis mint");
+    assert_eq!(balance(&system, CYCLES_LEDGER, user(1)), 1_000_000_000_000_000);
+    assert_eq!(
+        icrc1_transfer(&mut system, ICP_LEDGER, anonymous, user(1), 500_000_000, None),
+        Ok(Nat::from(1u8))
+    );
+    assert_eq!(
+        icrc1_transfer(&mut system, ICP_LEDGER, user(1), user(2), 500_000_000, None),
+        Err(TransferError::InsufficientFunds { balance: Nat::from(500_000_000u64) }),
+        "the amount and the fee"
+    );
+    assert_eq!(
+        icrc1_transfer(&mut system, ICP_LEDGER, user(1), user(2), 400_000_000, None),
+        Ok(Nat::from(2u8))
+    );
+    assert_eq!(balance(&system, ICP_LEDGER, user(1)), 500_000_000 - 400_000_000 - ICP_LEDGER_FEE_E8S);
+    assert_eq!(
+        icrc1_transfer(&mut system, ICP_LEDGER, user(2), user(1), 1, Some(1)),
+        Err(TransferError::BadFee { expected_fee: Nat::from(ICP_LEDGER_FEE_E8S) })
+    );
+}
+
+#[test]
+fn the_legacy_transfer_and_account_balance_share_the_icrc1_book() {
+    #[derive(CandidType)]
+    struct Tokens {
+        e8s: u64,
+    }
+    #[derive(CandidType)]
+    struct TransferArgs {
+        memo: u64,
+        amount: Tokens,
+        fee: Tokens,
+        from_subaccount: Option<Vec<u8>>,
+        to: Vec<u8>,
+        created_at_time: Option<u64>,
+    }
+    let mut system = SystemCanisters::new();
+    let to = crate::ledger::account_identifier(&crate::ledger::Account::of(user(3))).to_vec();
+    let args = TransferArgs {
+        memo: 0,
+        amount: Tokens { e8s: 100_000_000_000_000 },
+        fee: Tokens { e8s: 10_000 },
+        from_subaccount: None,
+        to: to.clone(),
+        created_at_time: None,
+    };
+    let answer = system.update(
+        &mut FakeHost::default(),
+        ICP_LEDGER,
+        Principal::anonymous(),
+        "transfer",
+        &Encode!(&args).unwrap(),
+    );
+    assert_eq!(Decode!(&answer.unwrap().unwrap(), Result<u64, candid::Reserved>).unwrap().ok(), Some(1));
+    assert_eq!(
+        balance(&system, ICP_LEDGER, user(3)),
+        100_000_000_000_000,
+        "1,000,000 ICP, as icp-cli funds an identity"
+    );
+    #[derive(CandidType)]
+    struct AccountBalanceArgs {
+        account: Vec<u8>,
+    }
+    let answer = system.query(
+        &FakeHost::default(),
+        ICP_LEDGER,
+        "account_balance",
+        &Encode!(&AccountBalanceArgs { account: to }).unwrap(),
+    );
+    #[derive(CandidType, serde::Deserialize)]
+    struct Balance {
+        e8s: u64,
+    }
+    assert_eq!(Decode!(&answer.unwrap().unwrap(), Balance).unwrap().e8s, 100_000_000_000_000);
+    let bad_fee = TransferArgs { fee: Tokens { e8s: 1 }, ..args_again(&system) };
+    let answer = system.update(
+        &mut FakeHost::default(),
+        ICP_LEDGER,
+        Principal::anonymous(),
+        "transfer",
+        &Encode!(&bad_fee).unwrap(),
+    );
+    let refused = Decode!(&answer.unwrap().unwrap(), Result<u64, candid::Reserved>).unwrap();
+    assert!(refused.is_err());
+
+    fn args_again(_: &SystemCanisters) -> TransferArgs {
+        TransferArgs {
+            memo: 0,
+            amount: Tokens { e8s: 1 },
+            fee: Tokens { e8s: 10_000 },
+            from_subaccount: None,
+            to: vec![0; 32],
+            created_at_time: None,
+        }
+    }
+}
+
+#[derive(CandidType)]
+struct CreateCanisterArgs {
+    from_subaccount: Option<Vec<u8>>,
+    created_at_time: Option<u64>,
+    amount: Nat,
+    creation_args: Option<()>,
+}
+
+fn create(system: &mut SystemCanisters, host: &mut FakeHost, caller: Principal, amount: u128) -> String {
+    let args = CreateCanisterArgs {
+        from_subaccount: None,
+        created_at_time: None,
+        amount: amount.into(),
+        creation_args: None,
+    };
+    let answer = system.update(host, CYCLES_LEDGER, caller, "create_canister", &Encode!(&args).unwrap());
+    let created = Decode!(&answer.unwrap().unwrap(), Result<CreateCanisterSuccess, CreateCanisterError>);
+    format!("{:?}", created.unwrap())
+}
+
+#[test]
+fn create_canister_charges_the_caller_and_refunds_what_it_could_not_create() {
+    let mut system = SystemCanisters::new();
+    let mut host = FakeHost::default();
+    icrc1_transfer(&mut system, CYCLES_LEDGER, Principal::anonymous(), user(1), 3_000_000_000_000, None)
+        .unwrap();
+    let created = create(&mut system, &mut host, user(1), 2_000_000_000_000);
+    assert!(created.contains("Ok") && created.contains("canister_id"), "{created}");
+    assert_eq!(host.created[0].1, vec![user(1)], "the caller controls it");
+    assert_eq!(host.created[0].2, 2_000_000_000_000);
+    assert_eq!(balance(&system, CYCLES_LEDGER, user(1)), 1_000_000_000_000 - CYCLES_LEDGER_FEE);
+    let refused = create(&mut system, &mut host, user(1), 2_000_000_000_000);
+    assert!(refused.contains("InsufficientFunds") && refused.contains("999900000000"), "{refused}");
+    host.refuse = true;
+    let failed = create(&mut system, &mut host, user(1), 500_000_000_000);
+    assert!(failed.contains("FailedToCreate") && failed.contains("the subnet is full"), "{failed}");
+    assert_eq!(
+        balance(&system, CYCLES_LEDGER, user(1)),
+        1_000_000_000_000 - 2 * CYCLES_LEDGER_FEE,
+        "refunded but the fee"
+    );
+}
+
+#[test]
+fn withdraw_tops_up_a_canister_or_refunds() {
+    #[derive(CandidType)]
+    struct WithdrawArgs {
+        amount: Nat,
+        from_subaccount: Option<Vec<u8>>,
+        to: Principal,
+        created_at_time: Option<u64>,
+    }
+    let mut system = SystemCanisters::new();
+    let mut host = FakeHost::default();
+    create(&mut system, &mut host, Principal::anonymous(), 1_000_000_000_000);
+    let canister = host.created[0].0;
+    let withdraw = |system: &mut SystemCanisters, host: &mut FakeHost, to| {
+        let args = WithdrawArgs {
+            amount: Nat::from(5_000_000_000u64),
+            from_subaccount: None,
+            to,
+            created_at_time: None,
+        };
+        let answer =
+            system.update(host, CYCLES_LEDGER, Principal::anonymous(), "withdraw", &Encode!(&args).unwrap());
+        format!("{:?}", Decode!(&answer.unwrap().unwrap(), Result<Nat, WithdrawError>).unwrap())
+    };
+    assert!(withdraw(&mut system, &mut host, canister).contains("Ok"));
+    assert_eq!(host.created[0].2, 1_005_000_000_000);
+    let failed = withdraw(&mut system, &mut host, user(9));
+    assert!(failed.contains("FailedToWithdraw") && failed.contains("not found"), "{failed}");
+}
+
+#[test]
+fn an_unknown_method_or_argument_is_refused_as_the_replica_refuses_it() {
+    let mut system = SystemCanisters::new();
+    let refused =
+        system.update(&mut FakeHost::default(), CYCLES_LEDGER, user(1), "mint", &[]).unwrap().unwrap_err();
+    assert_eq!(refused.error_code, ErrorCode::CanisterMethodNotFound);
+    let refused = system
+        .update(&mut FakeHost::default(), ICP_LEDGER, user(1), "icrc1_transfer", b"DIDL")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(refused.error_code, ErrorCode::CanisterCalledTrap);
+    assert!(system.update(&mut FakeHost::default(), user(1), user(1), "icrc1_transfer", &[]).is_none());
+    let subnets = system
+        .query(&FakeHost::default(), CYCLES_MINTING_CANISTER, "get_default_subnets", &[])
+        .unwrap()
+        .unwrap();
+    assert_eq!(Decode!(&subnets, Vec<Principal>).unwrap(), vec![subnet(1)]);
+}
