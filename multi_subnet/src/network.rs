@@ -73,15 +73,54 @@ struct Status {
     engine: &'static str,
 }
 
+/// A network that accepts connections: what a launcher announces.
+pub struct Serving {
+    pub address: std::net::SocketAddr,
+    /// The root key (DER), hex.
+    pub root_key: String,
+    pub subnets: Vec<Principal>,
+}
+
 impl NetworkArgs {
     /// Serves until the process ends; returns only when another network owns the port file.
     pub fn execute(&self) -> Result<String> {
+        let served = self.serve(|serving| {
+            use std::io::Write;
+            let url = format!("http://{}", serving.address);
+            println!("{}; listening on {url}", sim_server::IC_HTTP_DESCRIPTION);
+            println!("root key: {}", serving.root_key);
+            for (index, subnet) in serving.subnets.iter().enumerate() {
+                println!("subnet {index}: {subnet}");
+            }
+            let _ = std::io::stdout().flush();
+            let Some(path) = &self.status_file else { return Ok(()) };
+            let status = Status {
+                url,
+                root_key: serving.root_key.clone(),
+                subnets: serving.subnets.iter().map(Principal::to_text).collect(),
+                engine: sim_server::IC_HTTP_DESCRIPTION,
+            };
+            std::fs::write(path, serde_json::to_string_pretty(&status).expect("plain data"))
+                .with_context(|| format!("cannot write {}", path.display()))
+        })?;
+        // Stopped: the status file no longer describes a network.
+        if served && let Some(path) = &self.status_file {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(match (&self.port_file, served) {
+            (Some(path), false) => format!("{} exists: another network owns it\n", path.display()),
+            _ => String::new(),
+        })
+    }
+
+    /// Serves until SIGINT or SIGTERM (then saves the state, with a state
+    /// directory); `announce` is told where once connections are accepted.
+    /// `Ok(false)` at once when another network owns the port file.
+    pub fn serve(&self, announce: impl FnOnce(&Serving) -> Result<()>) -> Result<bool> {
         // Before the state directory is locked: the network that owns the
         // port file owns that too.
-        if let Some(path) = &self.port_file
-            && path.exists()
-        {
-            return Ok(format!("{} exists: another network owns it\n", path.display()));
+        if self.port_file.as_ref().is_some_and(|path| path.exists()) {
+            return Ok(false);
         }
         let (subnets, profile, seed) = (self.subnets, self.profile, self.seed);
         let xnet_latency_rounds = match profile {
@@ -126,33 +165,13 @@ impl NetworkArgs {
         let saver = self.state_dir.is_some().then(|| network.clone());
         let root_key = hex::encode(network.root_key());
         let subnets: Vec<Principal> = network.subnet_ids();
-        let (mut written, mut saved) = (Ok(()), Ok(()));
+        let (mut announced, mut saved) = (Ok(()), Ok(()));
         let served = ic_http::serve_forever(
             ic_http::router(network),
             self.requests.limits(ic_http::MAX_REQUEST_BYTES),
             self.port,
             self.port_file.as_deref(),
-            |address| {
-                use std::io::Write;
-                let url = format!("http://{address}");
-                println!("{}; listening on {url}", sim_server::IC_HTTP_DESCRIPTION);
-                println!("root key: {root_key}");
-                for (index, subnet) in subnets.iter().enumerate() {
-                    println!("subnet {index}: {subnet}");
-                }
-                let _ = std::io::stdout().flush();
-                if let Some(path) = &self.status_file {
-                    let status = Status {
-                        url,
-                        root_key: root_key.clone(),
-                        subnets: subnets.iter().map(Principal::to_text).collect(),
-                        engine: sim_server::IC_HTTP_DESCRIPTION,
-                    };
-                    written =
-                        std::fs::write(path, serde_json::to_string_pretty(&status).expect("plain data"))
-                            .with_context(|| format!("cannot write {}", path.display()));
-                }
-            },
+            |address| announced = announce(&Serving { address, root_key, subnets }),
             // Saved before the port file goes: whoever waits for it to go
             // may start the next network on the same directory.
             || {
@@ -170,14 +189,7 @@ impl NetworkArgs {
         )
         .context("the network failed")?;
         saved.map_err(anyhow::Error::msg)?;
-        written?;
-        // Stopped: the status file no longer describes a network.
-        if served && let Some(path) = &self.status_file {
-            let _ = std::fs::remove_file(path);
-        }
-        Ok(match (&self.port_file, served) {
-            (Some(path), false) => format!("{} exists: another network owns it\n", path.display()),
-            _ => String::new(),
-        })
+        announced?;
+        Ok(served)
     }
 }

@@ -100,24 +100,31 @@ struct Project {
 
 impl Project {
     fn new(network: &Network, extra: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
         let yaml = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
         assert!(yaml.contains("url: http://127.0.0.1:4944"), "icp.yaml declares the sim network");
         let key = network.status["root_key"].as_str().unwrap();
         assert!(yaml.contains(&format!("root-key: {key}")), "icp.yaml pins the root key the network serves");
         let yaml = yaml
-            .replace("bash scripts/", &format!("bash {}/scripts/", root().display()))
             .replace("url: http://127.0.0.1:4944", &format!("url: http://127.0.0.1:{}", network.port))
             .replace("canisters:\n", &format!("canisters:\n{extra}"));
+        let project = Self::with_yaml(&yaml);
+        // The network's ledgers start with the anonymous principal's funds,
+        // as PocketIC's do: alice gets cycles to create canisters with.
+        let alice = project.principal("alice");
+        project.ok(&["cycles", "transfer", "1000t", &alice, "-e", "sim", "--identity", "anonymous"]);
+        project
+    }
+
+    /// A project of `yaml` (the build scripts found in this repository)
+    /// with the identities alice, the default, and bob.
+    fn with_yaml(yaml: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = yaml.replace("bash scripts/", &format!("bash {}/scripts/", root().display()));
         std::fs::write(dir.path().join("icp.yaml"), yaml).unwrap();
         let project = Self { dir };
         project.ok(&["identity", "new", "alice", "--storage", "plaintext"]);
         project.ok(&["identity", "new", "bob", "--storage", "plaintext"]);
         project.ok(&["identity", "default", "alice"]);
-        // The network's ledgers start with the anonymous principal's funds,
-        // as PocketIC's do: alice gets cycles to create canisters with.
-        let alice = project.principal("alice");
-        project.ok(&["cycles", "transfer", "1000t", &alice, "-e", "sim", "--identity", "anonymous"]);
         project
     }
 
@@ -144,6 +151,7 @@ impl Project {
             .args(args)
             .current_dir(self.dir.path())
             .env("DO_NOT_TRACK", "1")
+            .env("ICP_CLI_NETWORK_LAUNCHER_PATH", env!("CARGO_BIN_EXE_network_launcher"))
             .env("HOME", self.dir.path().join("home"));
         // The build scripts run cargo: keep the user's toolchain.
         for (var, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
@@ -159,6 +167,12 @@ impl Project {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "icp {} failed: {}", args.join(" "), first_lines(&stderr));
         String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// `icp canister call ...` on the local network, trimmed.
+    fn call_local(&self, args: &[&str]) -> String {
+        let args = [&["canister", "call"][..], args].concat();
+        self.ok(&args).trim().to_string()
     }
 
     /// `icp canister call -e sim ...`, trimmed.
@@ -385,4 +399,73 @@ fn a_network_started_again_on_its_state_dir_has_its_canisters_and_counts() {
         "{stderr}"
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn icp_network_start_runs_the_simulators_launcher() {
+    // The repository's local network, on a free port.
+    let yaml = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
+    let local = "  - name: local\n    mode: managed\n";
+    assert!(yaml.contains(local), "icp.yaml declares a managed local network");
+    let project = Project::with_yaml(&yaml.replace(local, &format!("{local}    gateway:\n      port: 0\n")));
+    project.ok(&["network", "start", "-d"]);
+    // icp-cli funds every identity from the anonymous principal.
+    assert_eq!(project.ok(&["cycles", "balance"]).trim(), "Balance: 1_000_000_000_000_000 cycles");
+    assert_eq!(project.ok(&["token", "balance"]).trim(), "Balance: 1000000.00000000 ICP");
+    project.ok(&["deploy", "--cycles", "100t"]);
+    assert_eq!(project.call_local(&["caller", "parallel_calls", "(2000)"]), "(500 : nat64)");
+    assert_eq!(project.call_local(&["caller", "sequential_calls", "(10)"]), "(10 : nat64)");
+    // What icp-cli installs at start: the Candid UI (anonymous controls
+    // it) and its proxy.
+    let status: serde_json::Value =
+        serde_json::from_str(&project.ok(&["network", "status", "--json"])).unwrap();
+    for (canister, identity) in [("candid_ui_principal", "anonymous"), ("proxy_canister_principal", "alice")]
+    {
+        let id = status[canister].as_str().unwrap();
+        let shown = project.ok(&["canister", "status", id, "--identity", identity]);
+        assert!(
+            shown.contains("Status: Running") && shown.contains("Module hash: 0x"),
+            "{canister}: {shown}"
+        );
+    }
+    let started = Instant::now();
+    project.ok(&["network", "stop"]);
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped in {:?}", started.elapsed());
+    // A second start is a fresh network, as icp-cli's are.
+    project.ok(&["network", "start", "-d"]);
+    assert_eq!(project.ok(&["cycles", "balance"]).trim(), "Balance: 1_000_000_000_000_000 cycles");
+    project.ok(&["network", "stop"]);
+}
+
+#[test]
+fn the_launcher_refuses_what_the_simulator_is_not_in_one_line() {
+    let status = tempfile::tempdir().unwrap();
+    let launch = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_network_launcher"))
+            .args(args)
+            .arg("--status-dir")
+            .arg(status.path())
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        stderr
+    };
+    assert!(launch(&["--interface-version", "2.0.0"]).contains("interface version 2.0.0"));
+    assert!(launch(&["--interface-version=1.1.0", "--subnet=system"]).contains("not system"));
+    assert!(launch(&["--interface-version=1.1.0", "--ii"]).contains("no Internet Identity"));
+    let launched = Command::new(env!("CARGO_BIN_EXE_network_launcher"))
+        .args(["--interface-version", "1.1.0", "--status-dir"])
+        .arg(status.path())
+        .env("MULTI_SUBNET_PROFILE", "devnet")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&launched.stderr);
+    assert!(!launched.status.success() && stderr.contains("it is pocket-ic or mainnet"), "{stderr}");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let in_use = launch(&["--interface-version", "1.1.0", "--gateway-port", &port]);
+    assert!(in_use.contains("in use"), "{in_use}");
+    assert!(!status.path().join("status.json").exists());
 }
