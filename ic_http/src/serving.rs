@@ -314,14 +314,14 @@ pub async fn serve_locally(network: Network) -> std::io::Result<String> {
 /// until SIGINT or SIGTERM; then lets the requests in flight finish (5 s
 /// at most), runs `stopped` (a network saves its state there), removes the
 /// port file and returns `Ok(true)`. Once
-/// connections are accepted, `announce` is told the address and the port
-/// is written to `port_file`, which is created exclusively: `Ok(false)` at
+/// connections are accepted, `announce` is told the address (an error from
+/// it stops the server before it serves) and the port is written to `port_file`, which is created exclusively: `Ok(false)` at
 /// once if it exists (another server owns it).
 ///
 /// ```no_run
 /// # fn serve(network: ic_http::Network) -> std::io::Result<bool> {
 /// let limits = ic_http::RequestLimits::new(5 << 20);
-/// let announce = |address| println!("listening on {address}");
+/// let announce = |address| Ok(println!("listening on {address}"));
 /// ic_http::serve_forever(ic_http::router(network), limits, 4943, None, announce, || {})
 /// # }
 /// ```
@@ -330,7 +330,7 @@ pub fn serve_forever(
     limits: RequestLimits,
     port: u16,
     port_file: Option<&std::path::Path>,
-    announce: impl FnOnce(std::net::SocketAddr),
+    announce: impl FnOnce(std::net::SocketAddr) -> std::io::Result<()>,
     stopped: impl FnOnce(),
 ) -> std::io::Result<bool> {
     use std::io::Write;
@@ -344,25 +344,27 @@ pub fn serve_forever(
         None => None,
     };
     let runtime = tokio::runtime::Runtime::new()?;
-    let served = runtime.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
-            Ok(listener) => listener,
-            Err(e) => {
-                // The file says a server owns the port: none does.
-                if let Some(path) = port_file_path {
-                    let _ = std::fs::remove_file(path);
-                }
-                return Err(e);
-            }
-        };
+    let started = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let address = listener.local_addr()?;
-        announce(address);
+        announce(address)?;
         if let Some(mut file) = port_file {
             writeln!(file, "{}", address.port())?;
             file.flush()?;
         }
-        serve(listener, router, limits, interrupted()).await
+        Ok(listener)
     });
+    let listener = match started {
+        Ok(listener) => listener,
+        Err(e) => {
+            // The file says a server owns the port: none does.
+            if let Some(path) = port_file_path {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
+    };
+    let served = runtime.block_on(serve(listener, router, limits, interrupted()));
     // Blocking work still running (a canister's long execution) does not
     // hold the process past the grace.
     runtime.shutdown_timeout(GRACE);

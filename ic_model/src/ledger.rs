@@ -16,6 +16,11 @@ pub const TX_WINDOW_NS: u64 = 24 * 3600 * 1_000_000_000;
 pub const PERMITTED_DRIFT_NS: u64 = 120 * 1_000_000_000;
 /// The longest memo the IC's ledgers take.
 pub const MAX_MEMO_BYTES: usize = 32;
+/// Transfers with a creation time a ledger remembers within its window;
+/// past it, it answers `TemporarilyUnavailable`, as the ICRC ledgers
+/// throttle (`max_transactions_in_window`): no one can make it remember
+/// without limit.
+pub const MAX_TRANSFERS_IN_WINDOW: usize = 100_000;
 
 /// An ICRC-1 account: an owner and one of its subaccounts (none is the
 /// all-zero one).
@@ -81,6 +86,7 @@ pub enum TransferError {
     TooOld,
     CreatedInFuture { ledger_time: u64 },
     Duplicate { duplicate_of: u64 },
+    TemporarilyUnavailable,
     GenericError { error_code: u64, message: String },
 }
 
@@ -89,19 +95,30 @@ pub enum TransferError {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Ledger<K: Ord> {
     fee: u128,
-    minter: K,
+    minter: Option<K>,
     balances: BTreeMap<K, u128>,
     total_supply: u128,
     blocks: u64,
-    /// Deduplicated transfers, with their block, by creation time.
+    /// Deduplicated transfers, with their block.
     recent: BTreeMap<Transfer<K>, u64>,
+    /// The same, by creation time and block: the order they are forgotten in.
+    recent_by_time: BTreeMap<(u64, u64), Transfer<K>>,
 }
 
 impl<K: Ord + Clone> Ledger<K> {
-    /// An empty ledger that charges `fee` per transfer and whose `minter`
-    /// mints (transfers from it) and burns (transfers to it).
-    pub fn new(fee: u128, minter: K) -> Self {
-        Self { fee, minter, balances: BTreeMap::new(), total_supply: 0, blocks: 0, recent: BTreeMap::new() }
+    /// An empty ledger that charges `fee` per transfer; a `minter` mints
+    /// (transfers from it) and burns (transfers to it). The cycles ledger
+    /// has none: cycles come in and go out with canisters.
+    pub fn new(fee: u128, minter: Option<K>) -> Self {
+        Self {
+            fee,
+            minter,
+            balances: BTreeMap::new(),
+            total_supply: 0,
+            blocks: 0,
+            recent: BTreeMap::new(),
+            recent_by_time: BTreeMap::new(),
+        }
     }
 
     pub fn fee(&self) -> u128 {
@@ -132,12 +149,19 @@ impl<K: Ord + Clone> Ledger<K> {
                 message: format!("the memo is longer than {MAX_MEMO_BYTES} bytes"),
             });
         }
-        let (mint, burn) = (transfer.from == self.minter, transfer.to == self.minter);
+        let is_minter = |key: &K| self.minter.as_ref() == Some(key);
+        let (mint, burn) = (is_minter(&transfer.from), is_minter(&transfer.to));
+        if mint && burn {
+            return Err(TransferError::GenericError {
+                error_code: 0,
+                message: "the minting account cannot send to itself".into(),
+            });
+        }
         let fee = if mint || burn { 0 } else { self.fee };
         if transfer.fee.is_some_and(|given| given != fee) {
             return Err(TransferError::BadFee { expected_fee: fee });
         }
-        if burn && !mint && transfer.amount < self.fee {
+        if burn && transfer.amount < self.fee {
             return Err(TransferError::BadBurn { min_burn_amount: self.fee });
         }
         if let Some(created) = transfer.created_at_time {
@@ -150,6 +174,9 @@ impl<K: Ord + Clone> Ledger<K> {
             self.forget_before(now);
             if let Some(&duplicate_of) = self.recent.get(&transfer) {
                 return Err(TransferError::Duplicate { duplicate_of });
+            }
+            if self.recent.len() >= MAX_TRANSFERS_IN_WINDOW {
+                return Err(TransferError::TemporarilyUnavailable);
             }
         }
         if !mint {
@@ -170,10 +197,23 @@ impl<K: Ord + Clone> Ledger<K> {
         }
         let block = self.blocks;
         self.blocks += 1;
-        if transfer.created_at_time.is_some() {
+        if let Some(created) = transfer.created_at_time {
+            self.recent_by_time.insert((created, block), transfer.clone());
             self.recent.insert(transfer, block);
         }
         Ok(block)
+    }
+
+    /// Credits `amount` to `to` from nowhere: a ledger's first balances, and
+    /// what the cycles ledger gives back when a creation or withdrawal fails.
+    /// The index of its block.
+    pub fn mint(&mut self, to: K, amount: u128) -> u64 {
+        let credit = self.balance(&to).saturating_add(amount);
+        self.set_balance(to, credit);
+        self.total_supply = self.total_supply.saturating_add(amount);
+        let block = self.blocks;
+        self.blocks += 1;
+        block
     }
 
     /// Takes `amount` plus the fee from `from`, as a burn that pays one:
@@ -201,7 +241,11 @@ impl<K: Ord + Clone> Ledger<K> {
     /// Forgets the deduplicated transfers too old to be taken again.
     fn forget_before(&mut self, now: u64) {
         let horizon = now.saturating_sub(TX_WINDOW_NS + PERMITTED_DRIFT_NS);
-        self.recent.retain(|transfer, _| transfer.created_at_time.is_some_and(|t| t >= horizon));
+        while let Some(entry) = self.recent_by_time.first_entry()
+            && entry.key().0 < horizon
+        {
+            self.recent.remove(&entry.remove());
+        }
     }
 }
 
@@ -226,7 +270,7 @@ mod tests {
     }
 
     fn funded() -> Ledger<Account> {
-        let mut ledger = Ledger::new(FEE, minter());
+        let mut ledger = Ledger::new(FEE, Some(minter()));
         ledger.transfer(transfer(minter(), user(1), 1_000_000), NOW).unwrap();
         ledger
     }
@@ -304,22 +348,47 @@ mod tests {
         assert_eq!(hex::encode(id), "1c7a48ba6a562aa9eaa2481a9049cdf0433b9738c992d698c31d8abf89cadc79");
     }
 
+    #[test]
+    fn a_full_window_answers_temporarily_unavailable_and_forgets_in_time() {
+        let mut ledger = funded();
+        ledger.mint(user(1), u128::from(u64::MAX));
+        let numbered = |n: usize, at| Transfer {
+            memo: Some(n.to_be_bytes().to_vec()),
+            created_at_time: Some(at),
+            ..transfer(user(1), user(2), 1)
+        };
+        for n in 0..MAX_TRANSFERS_IN_WINDOW {
+            ledger.transfer(numbered(n, NOW), NOW).unwrap();
+        }
+        let one_more = numbered(MAX_TRANSFERS_IN_WINDOW, NOW);
+        assert_eq!(ledger.transfer(one_more.clone(), NOW), Err(TransferError::TemporarilyUnavailable));
+        let later = NOW + TX_WINDOW_NS + PERMITTED_DRIFT_NS + 1;
+        let fresh = numbered(MAX_TRANSFERS_IN_WINDOW, later);
+        assert!(ledger.transfer(fresh, later).is_ok(), "the window moved on");
+        assert_eq!(ledger.recent.len(), 1);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
-        /// Whatever transfers are asked for, the balances add up to the
-        /// supply, and every refusal leaves the book as it was.
+        /// Whatever transfers are asked for (mints, burns, transfers sent
+        /// again), the balances add up to the supply, and every refusal
+        /// leaves the book as it was.
         #[test]
-        fn balances_add_up_to_the_supply(steps in prop::collection::vec((0u8..4, 0u8..4, 0u128..400_000, any::<bool>()), 1..40)) {
+        fn balances_add_up_to_the_supply(
+            steps in prop::collection::vec((0u8..5, 0u8..5, 0u128..400_000, any::<bool>(), prop::option::of(0u64..3)), 1..40)
+        ) {
             let mut ledger = funded();
-            for (from, to, amount, mint) in steps {
-                let from = if mint { minter() } else { user(from) };
+            let key = |n: u8| if n == 4 { minter() } else { user(n) };
+            for (from, to, amount, as_minter, created) in steps {
+                let from = if as_minter { minter() } else { key(from) };
+                let sent = Transfer { created_at_time: created.map(|c| NOW - c), ..transfer(from, key(to), amount) };
                 let before = ledger.clone();
-                let result = ledger.transfer(transfer(from, user(to), amount), NOW);
+                let result = ledger.transfer(sent, NOW);
                 let held: u128 = (0..4).map(|n| ledger.balance(&user(n))).sum();
                 prop_assert_eq!(held, ledger.total_supply());
                 if result.is_err() {
                     prop_assert_eq!(ledger.blocks(), before.blocks());
-                    prop_assert_eq!(ledger.total_supply(), before.total_supply());
+                    prop_assert_eq!(&ledger.balances, &before.balances);
                 }
             }
         }

@@ -510,7 +510,7 @@ impl ServeArgs {
         let served = sim_server::serve_forever(options, |address| {
             use std::io::Write;
             println!("{}; listening on http://{address}/", sim_server::DESCRIPTION);
-            let _ = std::io::stdout().flush();
+            std::io::stdout().flush()
         })
         .context("the simulator server failed")?;
         let stdout = match (&self.port_file, served) {

@@ -171,7 +171,11 @@ impl NetworkArgs {
             self.requests.limits(ic_http::MAX_REQUEST_BYTES),
             self.port,
             self.port_file.as_deref(),
-            |address| announced = announce(&Serving { address, root_key, subnets }),
+            |address| {
+                announced = announce(&Serving { address, root_key, subnets });
+                // Not serving is better than serving unannounced.
+                announced.as_ref().map(drop).map_err(|_| std::io::Error::other("announcing failed"))
+            },
             // Saved before the port file goes: whoever waits for it to go
             // may start the next network on the same directory.
             || {
@@ -186,10 +190,10 @@ impl NetworkArgs {
                     });
                 }
             },
-        )
-        .context("the network failed")?;
-        saved.map_err(anyhow::Error::msg)?;
+        );
         announced?;
+        let served = served.context("the network failed")?;
+        saved.map_err(anyhow::Error::msg)?;
         Ok(served)
     }
 }

@@ -74,6 +74,7 @@ mod stats;
 mod system_api;
 mod validation;
 
+pub use cycles::CANISTER_CREATION_FEE;
 pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
 pub use message::{MessageId, Reject, RejectCode};
 pub use module::is_memory64;

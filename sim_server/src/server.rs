@@ -400,7 +400,10 @@ pub struct Options {
 
 /// Serves on 127.0.0.1 until SIGINT or SIGTERM. `Ok(false)` when the port
 /// file exists: another server owns it, as with PocketIC.
-pub fn serve_forever(options: Options, announce: impl FnOnce(SocketAddr)) -> std::io::Result<bool> {
+pub fn serve_forever(
+    options: Options,
+    announce: impl FnOnce(SocketAddr) -> std::io::Result<()>,
+) -> std::io::Result<bool> {
     let router = router(options.limits);
     ic_http::serve_forever(
         router,

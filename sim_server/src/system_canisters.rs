@@ -35,12 +35,18 @@ impl Host for Instance {
         self.sim.time()
     }
 
+    /// The management canister keeps its creation fee, as when the cycles
+    /// ledger creates a canister through the cycles minting canister.
     fn create_canister(
         &mut self,
         subnet: Principal,
         settings: CanisterSettings,
         cycles: u128,
     ) -> Result<Principal, String> {
+        let fee = sim::CANISTER_CREATION_FEE;
+        let Some(cycles) = cycles.checked_sub(fee) else {
+            return Err(format!("{cycles} cycles do not pay the canister creation fee of {fee}"));
+        };
         let create = ProvisionalCreateCanisterWithCyclesArgs {
             amount: Some(Nat::from(cycles)),
             settings: Some(settings),
@@ -70,9 +76,14 @@ pub fn update(
     method: &str,
     arg: &[u8],
 ) -> Option<CallResult> {
+    // Out of the instance while the instance is their host; back in even
+    // if they panic, so that a network that catches it keeps its ledgers.
     let mut system = instance.system.take()?;
-    let result = system.update(instance, canister, sender, method, arg);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        system.update(instance, canister, sender, method, arg)
+    }));
     instance.system = Some(system);
+    let result = result.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     Some(result?.map_err(reject))
 }
 

@@ -6,7 +6,7 @@ use candid::{CandidType, Nat, Principal};
 use serde::{Deserialize, Serialize};
 
 use super::icrc1::{self, Token, amount};
-use super::{ANONYMOUS_CYCLES, CYCLES_LEDGER, Host, Reject, argument, reply};
+use super::{ANONYMOUS_CYCLES, CYCLES_LEDGER, Host, Reject, argument, as_update, reply};
 use crate::ledger::{self, Ledger};
 
 /// The cycles ledger's fee: 100M cycles a block.
@@ -27,22 +27,13 @@ struct CreateCanisterArgs {
 #[derive(CandidType, Deserialize)]
 struct CreationArgs {
     subnet_selection: Option<SubnetSelection>,
-    settings: Option<CreationSettings>,
+    settings: Option<ic_management_canister_types::CanisterSettings>,
 }
 
 #[derive(CandidType, Deserialize)]
 enum SubnetSelection {
     Filter { subnet_type: Option<String> },
     Subnet { subnet: Principal },
-}
-
-#[derive(CandidType, Deserialize)]
-struct CreationSettings {
-    controllers: Option<Vec<Principal>>,
-    freezing_threshold: Option<Nat>,
-    reserved_cycles_limit: Option<Nat>,
-    memory_allocation: Option<Nat>,
-    compute_allocation: Option<Nat>,
 }
 
 #[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
@@ -94,8 +85,8 @@ pub(super) enum WithdrawError {
     InsufficientFunds { balance: Nat },
 }
 
-/// The cycles ledger's book, by account. Its minting account is its own
-/// default one: no caller is the ledger itself.
+/// The cycles ledger's book, by account. It has no minting account: cycles
+/// come in with canisters and go out to them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CyclesLedger {
     book: Ledger<ledger::Account>,
@@ -108,16 +99,9 @@ fn key(account: &ledger::Account) -> ledger::Account {
 impl CyclesLedger {
     /// The anonymous principal holds [`ANONYMOUS_CYCLES`].
     pub fn new() -> Self {
-        let minter = ledger::Account::of(CYCLES_LEDGER);
-        let mut book = Ledger::new(CYCLES_LEDGER_FEE, minter);
-        book.transfer(Self::mint(ledger::Account::of(Principal::anonymous()), ANONYMOUS_CYCLES), 0)
-            .expect("a mint");
+        let mut book = Ledger::new(CYCLES_LEDGER_FEE, None);
+        book.mint(ledger::Account::of(Principal::anonymous()), ANONYMOUS_CYCLES);
         Self { book }
-    }
-
-    fn mint(to: ledger::Account, amount: u128) -> ledger::Transfer<ledger::Account> {
-        let from = ledger::Account::of(CYCLES_LEDGER);
-        ledger::Transfer { from, to, amount, fee: None, memo: None, created_at_time: None }
     }
 
     pub fn update(
@@ -132,13 +116,13 @@ impl CyclesLedger {
             "icrc1_transfer" => icrc1::transfer(&mut self.book, &TOKEN, key, caller, arg, now),
             "create_canister" => {
                 let args: CreateCanisterArgs = argument(CYCLES_LEDGER, method, arg)?;
-                reply(self.create_canister(host, caller, args, now))
+                reply(self.create_canister(host, caller, args))
             }
             "withdraw" => {
                 let args: WithdrawArgs = argument(CYCLES_LEDGER, method, arg)?;
-                reply(self.withdraw(host, caller, args, now))
+                reply(self.withdraw(host, caller, args))
             }
-            _ => self.query(method, arg),
+            _ => as_update(self.query(method, arg), CYCLES_LEDGER, method),
         }
     }
 
@@ -154,8 +138,8 @@ impl CyclesLedger {
 
     /// Gives back what a failed creation or withdrawal took (the fee is
     /// kept, as the cycles ledger keeps it); the refund's block.
-    fn refund(&mut self, to: ledger::Account, amount: u128, now: u64) -> u64 {
-        self.book.transfer(Self::mint(to, amount), now).expect("a mint")
+    fn refund(&mut self, to: ledger::Account, amount: u128) -> u64 {
+        self.book.mint(to, amount)
     }
 
     fn create_canister(
@@ -163,7 +147,6 @@ impl CyclesLedger {
         host: &mut dyn Host,
         caller: Principal,
         args: CreateCanisterArgs,
-        now: u64,
     ) -> Result<CreateCanisterSuccess, CreateCanisterError> {
         let generic =
             |message: String| CreateCanisterError::GenericError { message, error_code: Nat::from(0u8) };
@@ -192,29 +175,16 @@ impl CyclesLedger {
             }
             _ => subnets[0],
         };
-        let settings = creation.settings.unwrap_or(CreationSettings {
-            controllers: None,
-            freezing_threshold: None,
-            reserved_cycles_limit: None,
-            memory_allocation: None,
-            compute_allocation: None,
-        });
-        let settings = ic_management_canister_types::CanisterSettings {
-            // The cycles ledger makes the caller the controller when none is named.
-            controllers: Some(settings.controllers.unwrap_or_else(|| vec![caller])),
-            freezing_threshold: settings.freezing_threshold,
-            reserved_cycles_limit: settings.reserved_cycles_limit,
-            memory_allocation: settings.memory_allocation,
-            compute_allocation: settings.compute_allocation,
-            ..Default::default()
-        };
+        let mut settings = creation.settings.unwrap_or_default();
+        // The cycles ledger makes the caller the controller when none is named.
+        settings.controllers.get_or_insert_with(|| vec![caller]);
         let fee_block = self
             .take(&from, amount)
             .map_err(|balance| CreateCanisterError::InsufficientFunds { balance: balance.into() })?;
         match host.create_canister(subnet, settings, amount) {
             Ok(canister_id) => Ok(CreateCanisterSuccess { block_id: fee_block.into(), canister_id }),
             Err(error) => {
-                let refund_block = self.refund(from, amount, now);
+                let refund_block = self.refund(from, amount);
                 Err(CreateCanisterError::FailedToCreate {
                     error,
                     refund_block: Some(refund_block.into()),
@@ -229,11 +199,18 @@ impl CyclesLedger {
         host: &mut dyn Host,
         caller: Principal,
         args: WithdrawArgs,
-        now: u64,
     ) -> Result<Nat, WithdrawError> {
         let generic = |message: String| WithdrawError::GenericError { message, error_code: Nat::from(0u8) };
         let from = ledger::Account::new(caller, args.from_subaccount.as_deref())
             .ok_or_else(|| generic("from_subaccount is not 32 bytes long".into()))?;
+        if args.amount == 0u8 {
+            return Err(generic("cannot withdraw 0 cycles".into()));
+        }
+        // Cycles go to canisters only: a self-authenticating id is refused
+        // before any fee is taken.
+        if args.to.as_slice().last() == Some(&2) {
+            return Err(WithdrawError::InvalidReceiver { receiver: args.to });
+        }
         let balance = self.book.balance(&from);
         let amount =
             amount(&args.amount).ok_or(WithdrawError::InsufficientFunds { balance: balance.into() })?;
@@ -243,7 +220,7 @@ impl CyclesLedger {
         match host.deposit_cycles(args.to, amount) {
             Ok(()) => Ok(block.into()),
             Err(rejection_reason) => {
-                self.refund(from, amount, now);
+                self.refund(from, amount);
                 Err(WithdrawError::FailedToWithdraw {
                     fee_block: Some(block.into()),
                     rejection_code: RejectionCode::DestinationInvalid,

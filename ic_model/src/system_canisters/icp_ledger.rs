@@ -6,7 +6,7 @@ use candid::{CandidType, Principal};
 use serde::{Deserialize, Serialize};
 
 use super::icrc1::{self, Token};
-use super::{ANONYMOUS_ICP_E8S, GOVERNANCE, ICP_LEDGER, Reject, argument, reply};
+use super::{ANONYMOUS_ICP_E8S, GOVERNANCE, ICP_LEDGER, Reject, argument, as_update, reply};
 use crate::ledger::{self, Ledger, account_identifier};
 
 /// The ICP ledger's fee: 0.0001 ICP.
@@ -57,6 +57,26 @@ struct AccountBalanceArgs {
     account: Vec<u8>,
 }
 
+/// What the ICP ledger traps with.
+fn trap(why: &str) -> Reject {
+    Reject {
+        code: ic_error_types::RejectCode::CanisterError,
+        error_code: ic_error_types::ErrorCode::CanisterCalledTrap,
+        message: format!("Canister {ICP_LEDGER} trapped: {why}"),
+    }
+}
+
+/// An account identifier as the ICP ledger takes one: 32 bytes whose first
+/// four are the CRC32 of the rest.
+fn account_id(bytes: &[u8]) -> Result<[u8; 32], String> {
+    let id = <[u8; 32]>::try_from(bytes)
+        .map_err(|_| format!("invalid account identifier: {} bytes, not 32", bytes.len()))?;
+    if id[..4] != crc32fast::hash(&id[4..]).to_be_bytes() {
+        return Err("invalid account identifier: its checksum does not match".into());
+    }
+    Ok(id)
+}
+
 /// The ICP ledger's book, by account identifier.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IcpLedger {
@@ -70,17 +90,8 @@ fn key(account: &ledger::Account) -> [u8; 32] {
 impl IcpLedger {
     /// The anonymous principal holds [`ANONYMOUS_ICP_E8S`].
     pub fn new() -> Self {
-        let minter = key(&ledger::Account::of(GOVERNANCE));
-        let mut book = Ledger::new(ICP_LEDGER_FEE_E8S, minter);
-        let genesis = ledger::Transfer {
-            from: minter,
-            to: key(&ledger::Account::of(Principal::anonymous())),
-            amount: ANONYMOUS_ICP_E8S,
-            fee: None,
-            memo: None,
-            created_at_time: None,
-        };
-        book.transfer(genesis, 0).expect("a mint");
+        let mut book = Ledger::new(ICP_LEDGER_FEE_E8S, Some(key(&ledger::Account::of(GOVERNANCE))));
+        book.mint(key(&ledger::Account::of(Principal::anonymous())), ANONYMOUS_ICP_E8S);
         Self { book }
     }
 
@@ -97,7 +108,7 @@ impl IcpLedger {
                 let args: TransferArgs = argument(ICP_LEDGER, method, arg)?;
                 reply(self.transfer(caller, args, now)?)
             }
-            _ => self.query(method, arg),
+            _ => as_update(self.query(method, arg), ICP_LEDGER, method),
         }
     }
 
@@ -109,9 +120,8 @@ impl IcpLedger {
         match method {
             "account_balance" => {
                 let args: AccountBalanceArgs = argument(ICP_LEDGER, method, arg)?;
-                let balance =
-                    <[u8; 32]>::try_from(args.account.as_slice()).map_or(0, |id| self.book.balance(&id));
-                reply(Tokens::of(balance))
+                let account = account_id(&args.account).map_err(|why| trap(&why))?;
+                reply(Tokens::of(self.book.balance(&account)))
             }
             "transfer_fee" => {
                 #[derive(CandidType)]
@@ -131,15 +141,9 @@ impl IcpLedger {
         args: TransferArgs,
         now: u64,
     ) -> Result<Result<u64, TransferError>, Reject> {
-        let trap = |why: &str| Reject {
-            code: ic_error_types::RejectCode::CanisterError,
-            error_code: ic_error_types::ErrorCode::CanisterCalledTrap,
-            message: format!("Canister {ICP_LEDGER} trapped: {why}"),
-        };
         let from = ledger::Account::new(caller, args.from_subaccount.as_deref())
             .ok_or_else(|| trap("from_subaccount is not 32 bytes long"))?;
-        let to = <[u8; 32]>::try_from(args.to.as_slice())
-            .map_err(|_| trap("the account identifier `to` is not 32 bytes long"))?;
+        let to = account_id(&args.to).map_err(|why| trap(&why))?;
         let transfer = ledger::Transfer {
             from: key(&from),
             to,
@@ -164,6 +168,11 @@ impl IcpLedger {
                 return Err(trap(&format!("a burn must be at least {min_burn_amount} e8s")));
             }
             Err(E::GenericError { message, .. }) => return Err(trap(&message)),
+            Err(E::TemporarilyUnavailable) => {
+                return Err(trap(
+                    "too many transfers with a creation time within the window: try again later",
+                ));
+            }
         };
         Ok(Err(refused))
     }

@@ -55,6 +55,7 @@ impl From<ledger::TransferError> for TransferError {
             E::TooOld => Self::TooOld,
             E::CreatedInFuture { ledger_time } => Self::CreatedInFuture { ledger_time },
             E::Duplicate { duplicate_of } => Self::Duplicate { duplicate_of: duplicate_of.into() },
+            E::TemporarilyUnavailable => Self::TemporarilyUnavailable,
             E::GenericError { error_code, message } => {
                 Self::GenericError { error_code: error_code.into(), message }
             }

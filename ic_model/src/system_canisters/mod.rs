@@ -52,7 +52,7 @@ impl Reject {
             code: RejectCode::CanisterError,
             error_code: ErrorCode::CanisterMethodNotFound,
             message: format!(
-                "Canister {canister} has no {kind} method '{method}' (it is the simulator's stand-in, which has the methods icp-cli and dfx call)"
+                "Canister {canister} has no {kind} method '{method}' (it is the simulator's stand-in: docs/network.md lists its methods)"
             ),
         }
     }
@@ -122,7 +122,7 @@ impl SystemCanisters {
         Some(match canister {
             ICP_LEDGER => self.icp.update(caller, method, arg, now),
             CYCLES_LEDGER => self.cycles.update(host, caller, method, arg, now),
-            CYCLES_MINTING_CANISTER => cmc::query(&*host, method),
+            CYCLES_MINTING_CANISTER => cmc::answer(&*host, "update", method),
             _ => return None,
         })
     }
@@ -138,9 +138,20 @@ impl SystemCanisters {
         Some(match canister {
             ICP_LEDGER => self.icp.query(method, arg),
             CYCLES_LEDGER => self.cycles.query(method, arg),
-            CYCLES_MINTING_CANISTER => cmc::query(host, method),
+            CYCLES_MINTING_CANISTER => cmc::answer(host, "query", method),
             _ => return None,
         })
+    }
+}
+
+/// A query's answer to the same call as an update: a query method may be
+/// called either way; a missing one is missing as an update.
+fn as_update(answer: Result<Vec<u8>, Reject>, canister: Principal, method: &str) -> Result<Vec<u8>, Reject> {
+    match answer {
+        Err(reject) if reject.error_code == ErrorCode::CanisterMethodNotFound => {
+            Err(Reject::no_method(canister, "update", method))
+        }
+        answer => answer,
     }
 }
 

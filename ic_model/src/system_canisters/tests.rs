@@ -10,6 +10,7 @@ const NOW: u64 = 1_700_000_000_000_000_000;
 #[derive(Default)]
 struct FakeHost {
     created: Vec<(Principal, Vec<Principal>, u128)>,
+    subnets_used: Vec<Principal>,
     refuse: bool,
 }
 
@@ -36,7 +37,7 @@ impl Host for FakeHost {
             return Err("the subnet is full".into());
         }
         let id = Principal::from_slice(&[self.created.len() as u8 + 10, 1, 1]);
-        let _ = subnet;
+        self.subnets_used.push(subnet);
         self.created.push((id, settings.controllers.unwrap_or_default(), cycles));
         Ok(id)
     }
@@ -50,8 +51,11 @@ impl Host for FakeHost {
     }
 }
 
+/// A user's self-authenticating id (its last byte is 2).
 fn user(n: u8) -> Principal {
-    Principal::from_slice(&[n; 29])
+    let mut id = [n; 29];
+    id[28] = 2;
+    Principal::from_slice(&id)
 }
 
 fn account(owner: Principal) -> Account {
@@ -140,80 +144,84 @@ fn an_icrc1_transfer_moves_the_amount_and_burns_the_fee() {
     );
 }
 
-#[test]
-fn the_legacy_transfer_and_account_balance_share_the_icrc1_book() {
-    #[derive(CandidType)]
-    struct Tokens {
-        e8s: u64,
-    }
-    #[derive(CandidType)]
-    struct TransferArgs {
-        memo: u64,
-        amount: Tokens,
-        fee: Tokens,
-        from_subaccount: Option<Vec<u8>>,
-        to: Vec<u8>,
-        created_at_time: Option<u64>,
-    }
-    let mut system = SystemCanisters::new();
-    let to = crate::ledger::account_identifier(&crate::ledger::Account::of(user(3))).to_vec();
-    let args = TransferArgs {
+#[derive(CandidType)]
+struct Tokens {
+    e8s: u64,
+}
+
+#[derive(CandidType)]
+struct LegacyTransferArgs {
+    memo: u64,
+    amount: Tokens,
+    fee: Tokens,
+    from_subaccount: Option<Vec<u8>>,
+    to: Vec<u8>,
+    created_at_time: Option<u64>,
+}
+
+#[derive(CandidType, serde::Deserialize, Debug, PartialEq, Eq)]
+struct Balance {
+    e8s: u64,
+}
+
+#[derive(CandidType, serde::Deserialize, Debug, PartialEq, Eq)]
+enum LegacyTransferError {
+    BadFee { expected_fee: Balance },
+    InsufficientFunds { balance: Balance },
+    TxTooOld { allowed_window_nanos: u64 },
+    TxCreatedInFuture,
+    TxDuplicate { duplicate_of: u64 },
+}
+
+fn legacy_transfer(
+    system: &mut SystemCanisters,
+    to: Vec<u8>,
+    e8s: u64,
+    fee: u64,
+) -> Result<Result<u64, LegacyTransferError>, Reject> {
+    let args = LegacyTransferArgs {
         memo: 0,
-        amount: Tokens { e8s: 100_000_000_000_000 },
-        fee: Tokens { e8s: 10_000 },
+        amount: Tokens { e8s },
+        fee: Tokens { e8s: fee },
         from_subaccount: None,
-        to: to.clone(),
+        to,
         created_at_time: None,
     };
-    let answer = system.update(
-        &mut FakeHost::default(),
-        ICP_LEDGER,
-        Principal::anonymous(),
-        "transfer",
-        &Encode!(&args).unwrap(),
-    );
-    assert_eq!(Decode!(&answer.unwrap().unwrap(), Result<u64, candid::Reserved>).unwrap().ok(), Some(1));
-    assert_eq!(
-        balance(&system, ICP_LEDGER, user(3)),
-        100_000_000_000_000,
-        "1,000,000 ICP, as icp-cli funds an identity"
-    );
+    let answer = system
+        .update(
+            &mut FakeHost::default(),
+            ICP_LEDGER,
+            Principal::anonymous(),
+            "transfer",
+            &Encode!(&args).unwrap(),
+        )
+        .unwrap()?;
+    Ok(Decode!(&answer, Result<u64, LegacyTransferError>).unwrap())
+}
+
+#[test]
+fn the_legacy_transfer_and_account_balance_share_the_icrc1_book() {
+    let mut system = SystemCanisters::new();
+    let to = crate::ledger::account_identifier(&crate::ledger::Account::of(user(3))).to_vec();
+    // icp-cli's funding after `icp network start`: 1,000,000 ICP.
+    assert_eq!(legacy_transfer(&mut system, to.clone(), 100_000_000_000_000, 10_000), Ok(Ok(1)));
+    assert_eq!(balance(&system, ICP_LEDGER, user(3)), 100_000_000_000_000);
     #[derive(CandidType)]
     struct AccountBalanceArgs {
         account: Vec<u8>,
     }
-    let answer = system.query(
-        &FakeHost::default(),
-        ICP_LEDGER,
-        "account_balance",
-        &Encode!(&AccountBalanceArgs { account: to }).unwrap(),
-    );
-    #[derive(CandidType, serde::Deserialize)]
-    struct Balance {
-        e8s: u64,
-    }
+    let args = Encode!(&AccountBalanceArgs { account: to.clone() }).unwrap();
+    let answer = system.query(&FakeHost::default(), ICP_LEDGER, "account_balance", &args);
     assert_eq!(Decode!(&answer.unwrap().unwrap(), Balance).unwrap().e8s, 100_000_000_000_000);
-    let bad_fee = TransferArgs { fee: Tokens { e8s: 1 }, ..args_again(&system) };
-    let answer = system.update(
-        &mut FakeHost::default(),
-        ICP_LEDGER,
-        Principal::anonymous(),
-        "transfer",
-        &Encode!(&bad_fee).unwrap(),
+    assert_eq!(
+        legacy_transfer(&mut system, to.clone(), 1, 1),
+        Ok(Err(LegacyTransferError::BadFee { expected_fee: Balance { e8s: 10_000 } }))
     );
-    let refused = Decode!(&answer.unwrap().unwrap(), Result<u64, candid::Reserved>).unwrap();
-    assert!(refused.is_err());
-
-    fn args_again(_: &SystemCanisters) -> TransferArgs {
-        TransferArgs {
-            memo: 0,
-            amount: Tokens { e8s: 1 },
-            fee: Tokens { e8s: 10_000 },
-            from_subaccount: None,
-            to: vec![0; 32],
-            created_at_time: None,
-        }
-    }
+    // A mistyped account identifier would lose the funds: the ledger traps.
+    let mut mistyped = to;
+    mistyped[31] ^= 1;
+    let refused = legacy_transfer(&mut system, mistyped, 1, 10_000).unwrap_err();
+    assert!(refused.message.contains("checksum does not match"), "{}", refused.message);
 }
 
 #[derive(CandidType)]
@@ -283,10 +291,28 @@ fn withdraw_tops_up_a_canister_or_refunds() {
             system.update(host, CYCLES_LEDGER, Principal::anonymous(), "withdraw", &Encode!(&args).unwrap());
         format!("{:?}", Decode!(&answer.unwrap().unwrap(), Result<Nat, WithdrawError>).unwrap())
     };
+    let before = balance(&system, CYCLES_LEDGER, Principal::anonymous());
     assert!(withdraw(&mut system, &mut host, canister).contains("Ok"));
     assert_eq!(host.created[0].2, 1_005_000_000_000);
-    let failed = withdraw(&mut system, &mut host, user(9));
+    assert_eq!(
+        balance(&system, CYCLES_LEDGER, Principal::anonymous()),
+        before - 5_000_000_000 - CYCLES_LEDGER_FEE
+    );
+    let missing = Principal::from_slice(&[99, 1, 1]);
+    let failed = withdraw(&mut system, &mut host, missing);
     assert!(failed.contains("FailedToWithdraw") && failed.contains("not found"), "{failed}");
+    assert_eq!(
+        balance(&system, CYCLES_LEDGER, Principal::anonymous()),
+        before - 5_000_000_000 - 2 * CYCLES_LEDGER_FEE,
+        "refunded but the fee"
+    );
+    // A user is no receiver of cycles: refused before any fee.
+    let refused = withdraw(&mut system, &mut host, user(9));
+    assert!(refused.contains("InvalidReceiver"), "{refused}");
+    assert_eq!(
+        balance(&system, CYCLES_LEDGER, Principal::anonymous()),
+        before - 5_000_000_000 - 2 * CYCLES_LEDGER_FEE
+    );
 }
 
 #[test]
@@ -306,4 +332,53 @@ fn an_unknown_method_or_argument_is_refused_as_the_replica_refuses_it() {
         .unwrap()
         .unwrap();
     assert_eq!(Decode!(&subnets, Vec<Principal>).unwrap(), vec![subnet(1)]);
+}
+
+#[test]
+fn create_canister_puts_it_on_the_subnet_asked_for() {
+    #[derive(CandidType)]
+    enum SubnetSelection {
+        Subnet { subnet: Principal },
+    }
+    #[derive(CandidType)]
+    struct CreationArgs {
+        subnet_selection: Option<SubnetSelection>,
+        settings: Option<()>,
+    }
+    #[derive(CandidType)]
+    struct CreateOn {
+        from_subaccount: Option<Vec<u8>>,
+        created_at_time: Option<u64>,
+        amount: Nat,
+        creation_args: Option<CreationArgs>,
+    }
+    let mut system = SystemCanisters::new();
+    let mut host = FakeHost::default();
+    let mut create_on = |subnet| {
+        let selection = Some(SubnetSelection::Subnet { subnet });
+        let args = CreateOn {
+            from_subaccount: None,
+            created_at_time: None,
+            amount: Nat::from(1_000_000_000_000u64),
+            creation_args: Some(CreationArgs { subnet_selection: selection, settings: None }),
+        };
+        let answer = system.update(
+            &mut host,
+            CYCLES_LEDGER,
+            Principal::anonymous(),
+            "create_canister",
+            &Encode!(&args).unwrap(),
+        );
+        format!(
+            "{:?}",
+            Decode!(&answer.unwrap().unwrap(), Result<CreateCanisterSuccess, CreateCanisterError>).unwrap()
+        )
+    };
+    assert!(create_on(subnet(2)).contains("Ok"));
+    let elsewhere = create_on(subnet(7));
+    assert!(
+        elsewhere.contains("FailedToCreate") && elsewhere.contains("not part of this network"),
+        "{elsewhere}"
+    );
+    assert_eq!(host.subnets_used, vec![subnet(2)]);
 }

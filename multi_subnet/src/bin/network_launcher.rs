@@ -5,7 +5,7 @@
 //! engine answers.
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use multi_subnet::cli::RequestLimitArgs;
 use multi_subnet::network::NetworkArgs;
 use multi_subnet::profile::ProfileName;
@@ -29,7 +29,8 @@ struct LauncherArgs {
     #[arg(long)]
     interface_version: String,
 
-    /// Where the network keeps its state (icp-cli empties it before each start).
+    /// Where icp-cli would have the network keep its state; it empties it
+    /// before every start, so the network keeps none (no checkpoints).
     #[arg(long)]
     state_dir: Option<PathBuf>,
 
@@ -122,7 +123,7 @@ impl LauncherArgs {
             profile,
             round_ms: self.artificial_delay_ms.unwrap_or(0),
             seed: 0,
-            state_dir: self.state_dir,
+            state_dir: None,
             checkpoint_secs: 5,
             requests: self.requests,
         })
@@ -138,22 +139,57 @@ fn write_status(dir: &Path, status: &Status) -> Result<()> {
         .with_context(|| format!("cannot write {}", dir.display()))
 }
 
+/// The arguments without the flags this launcher does not know, each
+/// warned about: a later 1.x interface may add flags, which its
+/// specification asks a launcher to ignore rather than fail on.
+fn known_arguments(arguments: impl Iterator<Item = String>) -> Vec<String> {
+    let command = LauncherArgs::command();
+    let known: Vec<&str> = command.get_arguments().filter_map(|a| a.get_long()).chain(["help"]).collect();
+    let mut arguments = arguments.peekable();
+    let mut kept = vec![];
+    while let Some(argument) = arguments.next() {
+        let Some(flag) = argument.strip_prefix("--") else {
+            kept.push(argument);
+            continue;
+        };
+        let name = flag.split('=').next().unwrap_or(flag);
+        if known.contains(&name) {
+            kept.push(argument);
+            continue;
+        }
+        eprintln!("warning: ignoring --{name}, which this launcher does not know");
+        if !flag.contains('=') && arguments.peek().is_some_and(|next| !next.starts_with("--")) {
+            arguments.next();
+        }
+    }
+    kept
+}
+
 fn run() -> Result<()> {
-    let args = LauncherArgs::parse();
+    let args = match LauncherArgs::try_parse_from(known_arguments(std::env::args())) {
+        Ok(args) => args,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.exit(),
+        Err(e) => {
+            // clap's message, before its usage: one line.
+            let message = e.to_string();
+            let why: Vec<&str> = message.lines().take_while(|line| !line.is_empty()).map(str::trim).collect();
+            bail!("{}", why.join(" ").trim_start_matches("error: "))
+        }
+    };
     let status_dir = args.status_dir.clone();
     std::fs::create_dir_all(&status_dir)
         .with_context(|| format!("cannot create {}", status_dir.display()))?;
     let network = args.network()?;
-    network.serve(|serving| {
+    let served = network.serve(|serving| {
         eprintln!("{}; listening on http://{}", sim_server::IC_HTTP_DESCRIPTION, serving.address);
         write_status(
             &status_dir,
             &Status { v: "1", gateway_port: serving.address.port(), root_key: serving.root_key.clone() },
         )
-    })?;
-    // Stopped: the status no longer describes a network.
+    });
+    // Stopped, or failed: the status no longer describes a network.
     let _ = std::fs::remove_file(status_dir.join("status.json"));
-    Ok(())
+    served.map(drop)
 }
 
 fn main() -> ExitCode {
