@@ -421,9 +421,21 @@ fn icp_network_start_runs_the_simulators_launcher() {
     // icp-cli funds every identity from the anonymous principal.
     assert_eq!(project.ok(&["cycles", "balance"]).trim(), "Balance: 1_000_000_000_000_000 cycles");
     assert_eq!(project.ok(&["token", "balance"]).trim(), "Balance: 1000000.00000000 ICP");
-    project.ok(&["deploy", "--cycles", "100t"]);
+    // icp.yaml's two application subnets: caller and callee apart, as on
+    // mainnet, placed by the subnet ids the launcher logs.
+    let log = project.dir.path().join(".icp/cache/networks/local/network-launcher/stderr.log");
+    let log = std::fs::read_to_string(log).unwrap();
+    let subnet = |index: usize| {
+        let line = log.lines().find(|line| line.starts_with(&format!("subnet {index}: "))).expect("logged");
+        line.rsplit(' ').next().unwrap().to_string()
+    };
+    for (canister, index) in [("caller", 0), ("callee", 1)] {
+        project.ok(&["canister", "create", canister, "--cycles", "100t", "--subnet", &subnet(index)]);
+    }
+    project.ok(&["deploy"]);
+    assert_eq!(project.call_local(&["caller", "sequential_calls", "(90)"]), "(90 : nat64)");
+    assert_eq!(project.call_local(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
     assert_eq!(project.call_local(&["caller", "parallel_calls", "(2000)"]), "(500 : nat64)");
-    assert_eq!(project.call_local(&["caller", "sequential_calls", "(10)"]), "(10 : nat64)");
     // What icp-cli installs at start: the Candid UI (anonymous controls
     // it) and its proxy.
     let status: serde_json::Value =

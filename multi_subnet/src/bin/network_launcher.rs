@@ -182,6 +182,10 @@ fn run() -> Result<()> {
     let network = args.network()?;
     let served = network.serve(|serving| {
         eprintln!("{}; listening on http://{}", sim_server::IC_HTTP_DESCRIPTION, serving.address);
+        // icp-cli keeps this log: `--subnet` takes these ids.
+        for (index, subnet) in serving.subnets.iter().enumerate() {
+            eprintln!("subnet {index}: {subnet}");
+        }
         write_status(
             &status_dir,
             &Status { v: "1", gateway_port: serving.address.port(), root_key: serving.root_key.clone() },
