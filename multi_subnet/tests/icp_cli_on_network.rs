@@ -325,6 +325,14 @@ fn the_ledgers_keep_the_balances_icp_cli_moves() {
         "{}",
         first_lines(&stderr)
     );
+    // 1 ICP to the cycles minting canister, at its 3.5T cycles an ICP, less
+    // the cycles ledger's fee.
+    let minted = project.ok(&["cycles", "mint", "--icp", "1", "-e", "sim"]);
+    assert_eq!(
+        minted.trim(),
+        "Minted 3_499_900_000_000 cycles to your account, new balance: 998_499_600_000_000 cycles."
+    );
+    assert_eq!(balance("token", "alice"), "Balance: 97.49980000 ICP", "less 1 ICP and the fee");
 }
 
 #[test]

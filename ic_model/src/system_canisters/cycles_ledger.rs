@@ -131,6 +131,17 @@ impl CyclesLedger {
             .unwrap_or_else(|| Err(Reject::no_method(CYCLES_LEDGER, "query", method)))
     }
 
+    /// Credits `amount` less the fee to `to`, as the cycles ledger's
+    /// `deposit` does with the cycles the cycles minting canister sends it;
+    /// the block and the new balance.
+    pub fn deposit(&mut self, to: ledger::Account, amount: u128) -> Result<(u64, u128), String> {
+        let credit = amount.checked_sub(CYCLES_LEDGER_FEE).filter(|&credit| credit > 0).ok_or_else(|| {
+            format!("{amount} cycles do not pay the cycles ledger's fee of {CYCLES_LEDGER_FEE}")
+        })?;
+        let block = self.book.mint(to, credit);
+        Ok((block, self.book.balance(&to)))
+    }
+
     /// Takes `amount` and the fee from `from`; the fee's block.
     fn take(&mut self, from: &ledger::Account, amount: u128) -> Result<u64, u128> {
         self.book.withdraw(from, amount).map_err(|_| self.book.balance(from))

@@ -4,6 +4,7 @@
 
 use candid::{CandidType, Principal};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use super::icrc1::{self, Token};
 use super::{ANONYMOUS_ICP_E8S, GOVERNANCE, ICP_LEDGER, Reject, argument, as_update, reply};
@@ -81,7 +82,22 @@ fn account_id(bytes: &[u8]) -> Result<[u8; 32], String> {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IcpLedger {
     book: Ledger<[u8; 32]>,
+    /// The last transfers with a memo the cycles minting canister acts on,
+    /// by block, for it to be notified of.
+    deposits: BTreeMap<u64, Deposit>,
 }
+
+/// A transfer the cycles minting canister may be notified of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deposit {
+    pub to: [u8; 32],
+    pub e8s: u128,
+    pub memo: u64,
+}
+
+/// How many such transfers the ledger keeps for the cycles minting
+/// canister; an older one is too old to be notified of.
+const KEPT_DEPOSITS: usize = 10_000;
 
 fn key(account: &ledger::Account) -> [u8; 32] {
     account_identifier(account)
@@ -92,7 +108,7 @@ impl IcpLedger {
     pub fn new() -> Self {
         let mut book = Ledger::new(ICP_LEDGER_FEE_E8S, Some(key(&ledger::Account::of(GOVERNANCE))));
         book.mint(key(&ledger::Account::of(Principal::anonymous())), ANONYMOUS_ICP_E8S);
-        Self { book }
+        Self { book, deposits: BTreeMap::new() }
     }
 
     pub fn update(
@@ -134,6 +150,21 @@ impl IcpLedger {
         }
     }
 
+    /// The transfer at `block`, if it is one the cycles minting canister
+    /// may still be notified of.
+    pub fn deposit(&self, block: u64) -> Option<Deposit> {
+        self.deposits.get(&block).copied()
+    }
+
+    /// Burns what the cycles minting canister turned into cycles from the
+    /// account `from`.
+    pub fn burn(&mut self, from: [u8; 32], e8s: u128, now: u64) -> Result<u64, ledger::TransferError> {
+        let minter = key(&ledger::Account::of(GOVERNANCE));
+        let burn =
+            ledger::Transfer { from, to: minter, amount: e8s, fee: None, memo: None, created_at_time: None };
+        self.book.transfer(burn, now)
+    }
+
     /// The legacy `transfer`; `Err` where the ICP ledger traps.
     fn transfer(
         &mut self,
@@ -144,6 +175,7 @@ impl IcpLedger {
         let from = ledger::Account::new(caller, args.from_subaccount.as_deref())
             .ok_or_else(|| trap("from_subaccount is not 32 bytes long"))?;
         let to = account_id(&args.to).map_err(|why| trap(&why))?;
+        let deposit = Deposit { to, e8s: args.amount.e8s.into(), memo: args.memo };
         let transfer = ledger::Transfer {
             from: key(&from),
             to,
@@ -154,7 +186,15 @@ impl IcpLedger {
         };
         use ledger::TransferError as E;
         let refused = match self.book.transfer(transfer, now) {
-            Ok(block) => return Ok(Ok(block)),
+            Ok(block) => {
+                if super::cmc::MEMOS.contains(&deposit.memo) {
+                    self.deposits.insert(block, deposit);
+                    if self.deposits.len() > KEPT_DEPOSITS {
+                        self.deposits.pop_first();
+                    }
+                }
+                return Ok(Ok(block));
+            }
             Err(E::BadFee { expected_fee }) => {
                 TransferError::BadFee { expected_fee: Tokens::of(expected_fee) }
             }

@@ -89,6 +89,7 @@ pub trait Host {
 pub struct SystemCanisters {
     icp: icp_ledger::IcpLedger,
     cycles: cycles_ledger::CyclesLedger,
+    cmc: cmc::Cmc,
 }
 
 impl Default for SystemCanisters {
@@ -101,7 +102,11 @@ impl SystemCanisters {
     /// Ledgers in which the anonymous principal holds [`ANONYMOUS_ICP_E8S`]
     /// and [`ANONYMOUS_CYCLES`], and no one else anything.
     pub fn new() -> Self {
-        Self { icp: icp_ledger::IcpLedger::new(), cycles: cycles_ledger::CyclesLedger::new() }
+        Self {
+            icp: icp_ledger::IcpLedger::new(),
+            cycles: cycles_ledger::CyclesLedger::new(),
+            cmc: cmc::Cmc::default(),
+        }
     }
 
     /// Whether `canister` is one of them.
@@ -122,7 +127,10 @@ impl SystemCanisters {
         Some(match canister {
             ICP_LEDGER => self.icp.update(caller, method, arg, now),
             CYCLES_LEDGER => self.cycles.update(host, caller, method, arg, now),
-            CYCLES_MINTING_CANISTER => cmc::answer(&*host, "update", method),
+            CYCLES_MINTING_CANISTER => {
+                let ledgers = (&mut self.icp, &mut self.cycles);
+                self.cmc.update(&*host, ledgers, caller, method, arg, now)
+            }
             _ => return None,
         })
     }

@@ -382,3 +382,84 @@ fn create_canister_puts_it_on_the_subnet_asked_for() {
     );
     assert_eq!(host.subnets_used, vec![subnet(2)]);
 }
+
+#[test]
+fn icp_sent_to_the_cmc_with_the_mint_memo_becomes_cycles_once() {
+    #[derive(CandidType)]
+    struct NotifyMintArgs {
+        block_index: u64,
+        deposit_memo: Option<Vec<u8>>,
+        to_subaccount: Option<Vec<u8>>,
+    }
+    let mut system = SystemCanisters::new();
+    let anonymous = Principal::anonymous();
+    let bytes = anonymous.as_slice();
+    let mut subaccount = [0; 32];
+    subaccount[0] = bytes.len() as u8;
+    subaccount[1..=bytes.len()].copy_from_slice(bytes);
+    let cmc_account = crate::ledger::Account { owner: CYCLES_MINTING_CANISTER, subaccount };
+    let to = crate::ledger::account_identifier(&cmc_account).to_vec();
+    let send = |system: &mut SystemCanisters, memo: u64| {
+        let args = LegacyTransferArgs {
+            memo,
+            amount: Tokens { e8s: 100_000_000 },
+            fee: Tokens { e8s: 10_000 },
+            from_subaccount: None,
+            to: to.clone(),
+            created_at_time: None,
+        };
+        let answer = system.update(
+            &mut FakeHost::default(),
+            ICP_LEDGER,
+            anonymous,
+            "transfer",
+            &Encode!(&args).unwrap(),
+        );
+        Decode!(&answer.unwrap().unwrap(), Result<u64, LegacyTransferError>).unwrap().unwrap()
+    };
+    let notify = |system: &mut SystemCanisters, caller, block_index| {
+        let args = NotifyMintArgs { block_index, deposit_memo: None, to_subaccount: None };
+        let answer = system.update(
+            &mut FakeHost::default(),
+            CYCLES_MINTING_CANISTER,
+            caller,
+            "notify_mint_cycles",
+            &Encode!(&args).unwrap(),
+        );
+        Decode!(&answer.unwrap().unwrap(), Result<cmc::NotifyMintOk, cmc::NotifyError>).unwrap()
+    };
+    let cycles_before = balance(&system, CYCLES_LEDGER, anonymous);
+    let supply = |system: &SystemCanisters| {
+        let answer =
+            system.query(&FakeHost::default(), ICP_LEDGER, "icrc1_total_supply", &Encode!().unwrap());
+        Decode!(&answer.unwrap().unwrap(), Nat).unwrap()
+    };
+    let minted_block = send(&mut system, cmc::MEMO_MINT_CYCLES);
+    let supply_before = supply(&system);
+    let minted = notify(&mut system, anonymous, minted_block).unwrap();
+    let expected = 100_000_000 * u128::from(cmc::XDR_PERMYRIAD_PER_ICP);
+    assert_eq!(
+        format!("{minted:?}"),
+        format!("{:?}", notify(&mut system, anonymous, minted_block).unwrap()),
+        "notified twice, minted once"
+    );
+    assert_eq!(balance(&system, CYCLES_LEDGER, anonymous), cycles_before + expected - CYCLES_LEDGER_FEE);
+    assert_eq!(supply(&system), supply_before - Nat::from(100_000_000u64), "the ICP is burned");
+    let other_memo = send(&mut system, 7);
+    assert!(matches!(
+        notify(&mut system, anonymous, other_memo),
+        Err(cmc::NotifyError::InvalidTransaction(_))
+    ));
+    let another_block = send(&mut system, cmc::MEMO_MINT_CYCLES);
+    assert!(
+        matches!(notify(&mut system, user(1), another_block), Err(cmc::NotifyError::InvalidTransaction(_))),
+        "not the caller's subaccount"
+    );
+    let rate = system.query(
+        &FakeHost::default(),
+        CYCLES_MINTING_CANISTER,
+        "get_icp_xdr_conversion_rate",
+        &Encode!().unwrap(),
+    );
+    assert!(rate.unwrap().is_ok());
+}
