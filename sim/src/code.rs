@@ -144,20 +144,20 @@ const WASM_PAGE: usize = 65536;
 
 impl MemoryImage {
     pub fn of(memory: &[u8]) -> Self {
-        // Counted first, so that the bytes are copied once.
-        let kept = memory.chunks(IMAGE_PAGE).filter(|page| !is_zero(page)).count();
-        let mut image = Self {
-            len: memory.len(),
-            pages: Vec::with_capacity(kept),
-            bytes: Vec::with_capacity(kept * IMAGE_PAGE),
-        };
-        for (i, page) in memory.chunks(IMAGE_PAGE).enumerate() {
-            if !is_zero(page) {
-                image.pages.push(i as u32);
-                image.bytes.extend_from_slice(page);
-            }
+        // Queries snapshot every time: one scan finds the pages, and their
+        // bytes are copied once, into a buffer of their size.
+        let pages: Vec<u32> = memory
+            .chunks(IMAGE_PAGE)
+            .enumerate()
+            .filter(|(_, page)| !is_zero(page))
+            .map(|(i, _)| i as u32)
+            .collect();
+        let mut bytes = Vec::with_capacity(pages.len() * IMAGE_PAGE);
+        for &i in &pages {
+            let start = i as usize * IMAGE_PAGE;
+            bytes.extend_from_slice(&memory[start..memory.len().min(start + IMAGE_PAGE)]);
         }
-        image
+        Self { len: memory.len(), pages, bytes }
     }
 
     /// The size of the memory it is an image of.
