@@ -55,7 +55,10 @@ impl StateDir {
     /// The body of the saved state, if there is one. A state that `writer`
     /// did not write, or whose body does not match its checksum, is refused
     /// with one line: it would be misread.
+    /// A writer's name too long for the header is refused here, before
+    /// anything runs that would then not be saved.
     pub fn read(&self, writer: &str) -> Result<Option<Vec<u8>>, String> {
+        writer_len(writer)?;
         let path = self.path();
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
@@ -71,7 +74,7 @@ impl StateDir {
         let partial = self.dir.join(PARTIAL);
         let written = (|| {
             let mut file = File::create(&partial)?;
-            file.write_all(&encode_header(writer, parts))?;
+            file.write_all(&encode_header(writer, parts).map_err(io::Error::other)?)?;
             for part in parts {
                 file.write_all(part)?;
             }
@@ -89,16 +92,22 @@ impl StateDir {
 }
 
 /// Magic, writer (u16 length, UTF-8), body length (u64), body's sha256; all little-endian.
-fn encode_header(writer: &str, parts: &[&[u8]]) -> Vec<u8> {
+fn encode_header(writer: &str, parts: &[&[u8]]) -> Result<Vec<u8>, String> {
     let mut header = MAGIC.to_vec();
-    let writer_len = u16::try_from(writer.len()).expect("a writer's name is short");
-    header.extend_from_slice(&writer_len.to_le_bytes());
+    header.extend_from_slice(&writer_len(writer)?.to_le_bytes());
     header.extend_from_slice(writer.as_bytes());
     let length: usize = parts.iter().map(|part| part.len()).sum();
     header.extend_from_slice(&(length as u64).to_le_bytes());
     let digest = parts.iter().fold(Sha256::new(), |digest, part| digest.chain_update(part));
     header.extend_from_slice(&digest.finalize());
-    header
+    Ok(header)
+}
+
+/// The length of `writer`'s name as the header holds it: at most 64 KiB.
+fn writer_len(writer: &str) -> Result<u16, String> {
+    u16::try_from(writer.len()).map_err(|_| {
+        format!("a state file's writer is named in at most {} bytes; this one has {}", u16::MAX, writer.len())
+    })
 }
 
 /// The body of a state file's `bytes`, kept in place (a state may be GiBs).
@@ -167,6 +176,18 @@ mod tests {
         let _state = StateDir::open(&dir).unwrap();
         assert!(!dir.join(PARTIAL).exists());
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_writer_too_long_to_name_in_the_header_is_refused_before_it_runs() {
+        let dir = scratch("long-writer");
+        let state = StateDir::open(&dir).unwrap();
+        let writer = "w".repeat(70_000);
+        let refused = state.read(&writer).unwrap_err();
+        assert!(refused.contains("at most 65535 bytes; this one has 70000"), "{refused}");
+        assert!(state.write(&writer, &[b"body"]).is_err());
+        assert_eq!(state.read("short").unwrap(), None, "nothing was written");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
