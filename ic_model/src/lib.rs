@@ -5,14 +5,26 @@
 //! certificates from it: the IC's HTTP interface and PocketIC's REST API.
 //! And the system canisters a network's tools call ([`system_canisters`]):
 //! the ICP ledger, the cycles ledger and the cycles minting canister, with
-//! balances kept as the IC's ledgers keep them.
+//! balances kept as the IC's ledgers keep them. And the management
+//! canister ([`management`]), over an [`Engine`] that executes the
+//! canisters: [`Ic`] puts them together. With the `sim` feature, the
+//! simulator is that engine ([`sim_engine`]).
 
 mod certified_state;
+pub mod engine;
+mod ic;
 mod keys;
 mod ledger;
+pub mod management;
+mod reject;
+#[cfg(feature = "sim")]
+pub mod sim_engine;
 pub mod system_canisters;
 
 pub use certified_state::{
     CanisterState, CertifiedState, Edits, Path, SubnetRanges, SubnetState, leb128, to_cbor,
 };
+pub use engine::{Engine, EngineStatus};
+pub use ic::{Effective, Ic, IcState};
 pub use keys::Keys;
+pub use reject::Reject;

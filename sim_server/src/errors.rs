@@ -1,5 +1,5 @@
 //! How failures reach the client: HTTP errors as PocketIC's `{"message"}`
-//! bodies, and the simulator's rejects and errors as `RejectResponse`s.
+//! bodies, and the IC model's rejects as `RejectResponse`s.
 
 use axum::Json;
 use axum::extract::FromRequest;
@@ -62,69 +62,14 @@ where
     }
 }
 
-pub fn reject(reject_code: RejectCode, error_code: ErrorCode, message: impl Into<String>) -> RejectResponse {
-    RejectResponse { reject_code, reject_message: message.into(), error_code, certified: true }
+/// A reject of the IC model's, as PocketIC reports one.
+pub fn pocket_ic_reject(r: ic_model::Reject) -> RejectResponse {
+    let reject_code = RejectCode::try_from(r.code as u64).unwrap_or(RejectCode::CanisterError);
+    let error_code = ErrorCode::try_from(r.error_code as u64).unwrap_or(ErrorCode::CanisterCalledTrap);
+    RejectResponse { reject_code, reject_message: r.message, error_code, certified: true }
 }
 
-/// The simulator's rejects carry no error code: each reject code gets the
-/// one the replica gives most often for it.
-pub fn from_sim_reject(r: sim::Reject) -> RejectResponse {
-    let (reject_code, error_code) = match r.code {
-        sim::RejectCode::SysFatal => (RejectCode::SysFatal, ErrorCode::SubnetOversubscribed),
-        sim::RejectCode::SysTransient => (RejectCode::SysTransient, ErrorCode::CanisterQueueFull),
-        sim::RejectCode::DestinationInvalid => (RejectCode::DestinationInvalid, ErrorCode::CanisterNotFound),
-        sim::RejectCode::CanisterReject => (RejectCode::CanisterReject, ErrorCode::CanisterRejectedMessage),
-        // The simulator names a missing method in its message, as the
-        // replica does; tools tell it from a trap by its code (icp-cli
-        // probes `http_request` to find a frontend).
-        sim::RejectCode::CanisterError if is_missing_method(&r.message) => {
-            (RejectCode::CanisterError, ErrorCode::CanisterMethodNotFound)
-        }
-        sim::RejectCode::CanisterError => (RejectCode::CanisterError, ErrorCode::CanisterCalledTrap),
-        sim::RejectCode::SysUnknown => (RejectCode::SysUnknown, ErrorCode::DeadlineExpired),
-    };
-    reject(reject_code, error_code, r.message)
-}
-
-fn is_missing_method(message: &str) -> bool {
-    message.starts_with("Canister ")
-        && (message.contains(" has no update method '") || message.contains(" has no query method '"))
-}
-
-/// A management operation the simulator refused, with the reject and error
-/// codes the replica gives for the same refusal.
-pub fn from_sim_error(e: sim::SimError) -> RejectResponse {
-    use sim::SimError as E;
-    let (reject_code, error_code) = match &e {
-        E::CanisterNotFound(_) => (RejectCode::DestinationInvalid, ErrorCode::CanisterNotFound),
-        E::NoSuchSubnet { .. } => (RejectCode::DestinationInvalid, ErrorCode::SubnetNotFound),
-        E::NotAController { .. } => (RejectCode::CanisterError, ErrorCode::CanisterInvalidController),
-        E::InvalidWasm(_) => (RejectCode::CanisterError, ErrorCode::CanisterInvalidWasm),
-        E::InstallTrapped { .. } => (RejectCode::CanisterError, ErrorCode::CanisterCalledTrap),
-        E::NoCodeToUpgrade(_) => (RejectCode::CanisterError, ErrorCode::CanisterWasmModuleNotFound),
-        E::NotStopped(_) | E::OpenCallContexts(_) => {
-            (RejectCode::CanisterError, ErrorCode::CanisterNotStopped)
-        }
-        E::DidNotStop { .. } => (RejectCode::SysTransient, ErrorCode::StopCanisterRequestTimeout),
-        E::TracingOff => (RejectCode::SysFatal, ErrorCode::CanisterCalledTrap),
-        E::SubnetFull { .. } => (RejectCode::SysFatal, ErrorCode::MaxNumberOfCanistersReached),
-    };
-    reject(reject_code, error_code, e.to_string())
-}
-
-pub fn canister_not_found(canister: candid::Principal) -> RejectResponse {
-    reject(
-        RejectCode::DestinationInvalid,
-        ErrorCode::CanisterNotFound,
-        format!("Canister {canister} not found"),
-    )
-}
-
-/// A management method or argument the simulator cannot honour.
-pub fn unsupported(what: impl std::fmt::Display) -> RejectResponse {
-    reject(
-        RejectCode::CanisterReject,
-        ErrorCode::UnknownManagementMessage,
-        format!("{what}: not supported by the simulator server (this project's simulator, not PocketIC)"),
-    )
+/// A call's result, as PocketIC reports it.
+pub fn pocket_ic_result(result: Result<Vec<u8>, ic_model::Reject>) -> Result<Vec<u8>, RejectResponse> {
+    result.map_err(pocket_ic_reject)
 }

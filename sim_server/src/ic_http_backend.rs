@@ -2,14 +2,12 @@
 
 use candid::Principal;
 use ic_http::{Backend, Reject};
-use ic_model::{CertifiedState, Keys};
+use ic_model::system_canisters::CYCLES_MINTING_CANISTER;
+use ic_model::{CertifiedState, Effective, Ic, Keys};
 use ic_transport_types::RejectCode;
-use pocket_ic::RejectResponse;
-use pocket_ic::common::rest::RawEffectivePrincipal;
 use std::sync::Arc;
 
 use crate::instance::Instance;
-use crate::system_canisters;
 
 /// What `/api/v2/status` says answers.
 pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm) behind the IC's HTTP interface; not the replica";
@@ -17,10 +15,15 @@ pub const DESCRIPTION: &str = "this project's simulator (a model of IC message r
 /// A reject as the HTTP interface reports it. The simulator's `SYS_UNKNOWN`
 /// (6) never reaches a user on the IC (an ingress message's outcome is
 /// always known) and agents cannot decode it: it is reported as transient.
-fn reject(r: RejectResponse) -> Reject {
-    let code = RejectCode::try_from(r.reject_code as u64).unwrap_or(RejectCode::SysTransient);
-    Reject { code, message: r.reject_message, error_code: r.error_code.to_string() }
+fn reject(r: ic_model::Reject) -> Reject {
+    let code = RejectCode::try_from(r.code as u64).unwrap_or(RejectCode::SysTransient);
+    Reject { code, message: r.message, error_code: r.error_code.to_string() }
 }
+
+/// The first subnet assigns no id below this one to a user's canister:
+/// those of the NNS's first canisters, the ICP ledger's and the cycles
+/// minting canister's among them.
+const RESERVED_IDS: u64 = 5;
 
 /// The simulator `sim` as the backend of an `ic_http::Network`, its state
 /// signed with the keys `keys` derive, with the stand-ins for the system
@@ -28,15 +31,13 @@ fn reject(r: RejectResponse) -> Reject {
 /// canister's lies in the first subnet's range, so `sim` must not have
 /// assigned it to a canister of its own.
 pub fn backend(mut sim: sim::Sim, keys: Keys) -> Result<Box<dyn Backend>, String> {
-    if sim.cycle_balance(system_canisters::CYCLES_MINTING_CANISTER).is_ok() {
+    if sim.cycle_balance(CYCLES_MINTING_CANISTER).is_ok() {
         return Err(format!(
-            "the simulator has a canister with the cycles minting canister's id {}: create the network's simulator with no canisters, or fewer than {} on its first subnet",
-            system_canisters::CYCLES_MINTING_CANISTER,
-            system_canisters::RESERVED_IDS
+            "the simulator has a canister with the cycles minting canister's id {CYCLES_MINTING_CANISTER}: create the network's simulator with no canisters, or fewer than {RESERVED_IDS} on its first subnet"
         ));
     }
-    sim.reserve_canister_ids(0, system_canisters::RESERVED_IDS).map_err(|e| e.to_string())?;
-    Ok(Box::new(Instance::with_keys(sim, keys, true)))
+    sim.reserve_canister_ids(0, RESERVED_IDS).map_err(|e| e.to_string())?;
+    Ok(Box::new(Instance::over(Ic::new(sim, keys, true))))
 }
 
 /// The backend [`Backend::save`] saved, resumed where it stood: same
@@ -47,7 +48,7 @@ pub fn resume(
     accept: impl FnOnce(&sim::Sim, Keys) -> Result<(), String>,
 ) -> Result<Box<dyn Backend>, String> {
     let instance = crate::saved::restore(saved)?;
-    accept(&instance.sim, instance.certified.keys())?;
+    accept(&instance.ic.engine, instance.ic.keys())?;
     Ok(Box::new(instance))
 }
 
@@ -57,16 +58,16 @@ impl Backend for Instance {
     }
 
     fn certified_state(&self) -> Arc<CertifiedState> {
-        self.certified.clone()
+        self.ic.certified().clone()
     }
 
     fn time(&self) -> u64 {
-        self.sim.time()
+        self.ic.engine.time()
     }
 
     fn advance_time_to(&mut self, ns: u64) {
-        let now = self.sim.time();
-        self.sim.advance_time(ns.saturating_sub(now));
+        let now = self.ic.engine.time();
+        self.ic.engine.advance_time(ns.saturating_sub(now));
     }
 
     fn submit(
@@ -77,20 +78,7 @@ impl Backend for Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<u64, Reject> {
-        if let Some(result) = system_canisters::update(self, canister, sender, method, &arg) {
-            return Ok(self.answered(sender, result));
-        }
-        let effective = RawEffectivePrincipal::CanisterId(effective.as_slice().to_vec());
-        match self.submit_as(&effective, canister, sender, method, arg) {
-            Ok(submitted) => submitted.map_err(reject),
-            // The URL's effective canister id routes the call; one that
-            // names no canister is refused before execution.
-            Err(error) => Err(Reject {
-                code: RejectCode::DestinationInvalid,
-                message: error.message,
-                error_code: "IC0301".into(),
-            }),
-        }
+        self.submit_as(Effective::Canister(effective), canister, sender, method, arg).map_err(reject)
     }
 
     fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
@@ -102,13 +90,13 @@ impl Backend for Instance {
     }
 
     fn has_work(&self) -> bool {
-        self.sim.busy()
+        self.ic.engine.busy()
     }
 
     fn state_version(&self) -> u64 {
         // Every execution, and every ingress message (a management call
         // executes when it is submitted).
-        self.sim.executions() + self.next_message
+        self.ic.engine.executions() + self.next_message
     }
 
     fn save(&self) -> Result<ic_http::SavedState, String> {
@@ -116,8 +104,8 @@ impl Backend for Instance {
     }
 
     fn tick(&mut self) {
-        self.sim.tick();
-        self.stage_changes();
+        self.ic.engine.tick();
+        self.ic.stage_changes();
     }
 
     fn query(
@@ -127,10 +115,6 @@ impl Backend for Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
-        let result = match system_canisters::query(self, canister, method, &arg) {
-            Some(result) => result,
-            None => self.query_as(canister, sender, method, arg),
-        };
-        result.map_err(reject)
+        self.query_as(canister, sender, method, arg).map_err(reject)
     }
 }

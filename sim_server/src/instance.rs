@@ -1,72 +1,29 @@
-//! One instance: a simulator, what PocketIC reports that the simulator
-//! does not keep (controllers, module hashes), its certified state, and
-//! its ingress messages.
+//! One instance: the IC model over a simulator, and the ingress messages
+//! PocketIC's client and the IC's HTTP interface submit to it.
 
 use candid::Principal;
-use ic_management_canister_types::CanisterStatusType;
-use ic_model::{CanisterState, CertifiedState, Keys, SubnetRanges};
+use ic_model::sim_engine::reject_of;
+use ic_model::{Effective, Ic, Keys, Reject};
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{RawEffectivePrincipal, RawMessageId, Topology};
 use serde::{Deserialize, Serialize};
 use sim::Sim;
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
 use crate::errors::{self, ApiError};
-use crate::{management, system_canisters, topology};
+use crate::topology;
 
 /// PocketIC's `await_ingress_message` executes at most this many rounds.
 pub const AWAIT_ROUNDS: u64 = sim::UPDATE_CALL_ROUND_LIMIT;
 
-pub type CallResult = Result<Vec<u8>, RejectResponse>;
-
-/// What PocketIC knows about a canister and the simulator does not tell.
-#[derive(Clone, Serialize, Deserialize)]
-pub struct CanisterInfo {
-    pub subnet: Principal,
-    pub controllers: Vec<Principal>,
-    pub module_hash: Option<Vec<u8>>,
-    pub status: CanisterStatusType,
-    /// The module's `icp:public` and `icp:private` custom sections.
-    pub metadata: Vec<Metadata>,
-    /// The chunk store, by each chunk's sha256.
-    pub chunks: BTreeMap<Vec<u8>, Vec<u8>>,
-    /// The settings the simulator does not keep (see [`crate::settings`]).
-    #[serde(with = "crate::saved::candid_bytes")]
-    pub settings: ic_management_canister_types::DefiniteCanisterSettings,
-    /// The installed module's size in bytes, as sent (maybe gzipped).
-    pub module_size: u64,
-}
-
-impl CanisterInfo {
-    pub fn new(subnet: Principal, controllers: Vec<Principal>) -> Self {
-        Self {
-            subnet,
-            controllers,
-            module_hash: None,
-            status: CanisterStatusType::Running,
-            metadata: vec![],
-            chunks: BTreeMap::new(),
-            settings: crate::settings::defaults(),
-            module_size: 0,
-        }
-    }
-}
-
-/// A custom section a module declares as metadata (`icp:public <name>` or
-/// `icp:private <name>`).
-#[derive(Clone, Serialize, Deserialize)]
-pub struct Metadata {
-    pub name: String,
-    pub public: bool,
-    pub content: Vec<u8>,
-}
+pub type CallResult = Result<Vec<u8>, Reject>;
 
 #[derive(Clone, Serialize, Deserialize)]
 pub(crate) enum Outcome {
     /// Executed by the simulator's rounds.
     InSim(sim::MessageId),
-    /// A management call: done when it was submitted.
+    /// A call to the management canister or a system canister: answered
+    /// when it was submitted.
     Done(CallResult),
 }
 
@@ -77,106 +34,47 @@ pub(crate) struct Message {
 }
 
 pub struct Instance {
-    pub sim: Sim,
-    pub canisters: BTreeMap<Principal, CanisterInfo>,
+    /// The IC: the management canister and, on a network, the system
+    /// canisters, over the simulator, and the certified state.
+    pub ic: Ic<Sim>,
     /// By index, the id PocketIC's client is given; a network forgets them.
     pub(crate) messages: BTreeMap<u64, Message>,
     /// The index the next message gets: indices are never reused.
     pub(crate) next_message: u64,
-    /// Canisters created, installed or deleted since their entries were
-    /// last staged in the certified state.
-    pub changed: BTreeSet<Principal>,
-    /// The subnets' certified state, which queries' data certificates and
-    /// the IC HTTP interface read.
-    pub certified: Arc<CertifiedState>,
-    /// The stand-ins for the ICP ledger, the cycles ledger and the cycles
-    /// minting canister, which answer at their ids (`multi_subnet
-    /// network`; a PocketIC instance has none, as PocketIC without its ICP
-    /// features).
-    pub system: Option<ic_model::system_canisters::SystemCanisters>,
 }
 
 fn principal(bytes: &[u8], what: &str) -> Result<Principal, ApiError> {
     Principal::try_from_slice(bytes).map_err(|e| ApiError::bad_request(format!("{what}: {e}")))
 }
 
-/// The subnets of `sim` and the canister ids each hosts. The cycles
-/// ledger's id lies outside every range the simulator assigns: with the
-/// system canisters, the first subnet hosts it, as one of the IC's does.
-pub(crate) fn subnet_ranges(sim: &Sim, system_canisters: bool) -> Vec<SubnetRanges> {
-    let ranges = |index| {
-        let range = topology::canister_range(index);
-        (Principal::from(range.start), Principal::from(range.end))
-    };
-    let mut subnets: Vec<SubnetRanges> = sim
-        .subnets()
-        .into_iter()
-        .enumerate()
-        .map(|(index, id)| SubnetRanges { id, ranges: vec![ranges(index)] })
-        .collect();
-    if system_canisters {
-        let ledger = system_canisters::CYCLES_LEDGER;
-        subnets[0].ranges.push((ledger, ledger));
-    }
-    subnets
+/// PocketIC's effective principal in the IC model's terms.
+fn effective(raw: &RawEffectivePrincipal) -> Result<Effective, ApiError> {
+    Ok(match raw {
+        RawEffectivePrincipal::None => Effective::None,
+        RawEffectivePrincipal::SubnetId(id) => Effective::Subnet(principal(id, "subnet id")?),
+        RawEffectivePrincipal::CanisterId(id) => Effective::Canister(principal(id, "canister id")?),
+    })
 }
 
 impl Instance {
     /// A PocketIC instance: keys from seed 0, no system canisters.
     pub fn new(sim: Sim) -> Self {
-        Self::with_keys(sim, Keys::from_seed(0), false)
+        Self::over(Ic::new(sim, Keys::from_seed(0), false))
     }
 
-    /// An instance whose state `keys` sign; with `system_canisters`, the
-    /// stand-ins answer at their ids.
-    pub fn with_keys(mut sim: Sim, keys: Keys, system_canisters: bool) -> Self {
-        let certified = CertifiedState::new(keys, &subnet_ranges(&sim, system_canisters), sim.time());
-        sim.set_root_key(certified.root_key_der());
-        Self {
-            sim,
-            canisters: BTreeMap::new(),
-            messages: BTreeMap::new(),
-            next_message: 0,
-            changed: BTreeSet::new(),
-            certified: Arc::new(certified),
-            system: system_canisters.then(ic_model::system_canisters::SystemCanisters::new),
-        }
-    }
-
-    /// Stages in the certified state the entries of every canister created,
-    /// changed or deleted, or whose certified data changed, since last time.
-    pub fn stage_changes(&mut self) {
-        let mut changed = std::mem::take(&mut self.changed);
-        changed.extend(self.sim.take_certified_data_changes());
-        for canister in changed {
-            self.certified.write_canister(canister, self.canister_state(canister).as_ref());
-        }
-    }
-
-    /// What the state tree shows of `canister`; `None` if there is none.
-    fn canister_state(&self, canister: Principal) -> Option<CanisterState> {
-        let info = self.canisters.get(&canister)?;
-        Some(CanisterState {
-            controllers: info.controllers.clone(),
-            module_hash: info.module_hash.clone(),
-            metadata: info.metadata.iter().map(|m| (m.name.clone(), m.public, m.content.clone())).collect(),
-            certified_data: self.sim.certified_data(canister).map(<[u8]>::to_vec).unwrap_or_default(),
-        })
+    /// An instance of `ic`, with no ingress messages yet.
+    pub fn over(ic: Ic<Sim>) -> Self {
+        Self { ic, messages: BTreeMap::new(), next_message: 0 }
     }
 
     pub fn topology(&self) -> Topology {
-        topology::of(&self.sim.subnets())
-    }
-
-    /// The canister, or the reject a call to a missing one gets.
-    pub fn canister(&self, id: Principal) -> Result<&CanisterInfo, RejectResponse> {
-        self.canisters.get(&id).ok_or_else(|| errors::canister_not_found(id))
+        topology::of(&self.ic.engine.subnets())
     }
 
     /// The canister, for an endpoint that PocketIC refuses for a missing one.
     pub fn existing(&self, id: &[u8]) -> Result<Principal, ApiError> {
         let id = principal(id, "canister id")?;
-        if !self.canisters.contains_key(&id) {
+        if self.ic.canister(id).is_err() {
             return Err(ApiError::bad_request(format!("CanisterNotFound({id})")));
         }
         Ok(id)
@@ -189,41 +87,44 @@ impl Instance {
     ) -> Result<Result<RawMessageId, RejectResponse>, ApiError> {
         let sender = principal(&call.sender, "sender")?;
         let canister = principal(&call.canister_id, "canister id")?;
-        let index =
-            match self.submit_as(&call.effective_principal, canister, sender, &call.method, call.payload)? {
-                Ok(index) => index,
-                Err(reject) => return Ok(Err(reject)),
-            };
+        let routed = effective(&call.effective_principal)?;
+        if canister == Principal::management_canister() {
+            if call.method == "provisional_create_canister_with_cycles" {
+                // PocketIC refuses a creation routed nowhere before execution.
+                self.ic.subnet_for(routed).map_err(ApiError::bad_request)?;
+            }
+        } else {
+            check_effective(routed, canister).map_err(ApiError::bad_request)?;
+        }
+        let index = match self.submit_as(routed, canister, sender, &call.method, call.payload) {
+            Ok(index) => index,
+            Err(reject) => return Ok(Err(errors::pocket_ic_reject(reject))),
+        };
         let message_id = index.to_be_bytes().to_vec();
         Ok(Ok(RawMessageId { effective_principal: call.effective_principal, message_id }))
     }
 
-    /// An ingress message from `sender`. `Ok(Ok)` is its index, which
-    /// [`outcome`](Self::outcome) takes; `Ok(Err)` when the IC refuses it.
+    /// An ingress message from `sender`: its index, which
+    /// [`outcome`](Self::outcome) takes, or the reject when the IC refuses it.
     pub fn submit_as(
         &mut self,
-        effective: &RawEffectivePrincipal,
+        effective: Effective,
         canister: Principal,
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
-    ) -> Result<Result<u64, RejectResponse>, ApiError> {
-        let outcome = if canister == Principal::management_canister() {
-            Outcome::Done(management::call(self, effective, sender, method, &arg)?)
-        } else {
-            check_effective(effective, canister)?;
-            match self.sim.submit_call(canister, sender, method, arg) {
-                Ok(id) => Outcome::InSim(id),
-                Err(reject) => return Ok(Err(errors::from_sim_reject(reject))),
+    ) -> Result<u64, Reject> {
+        let outcome = match self.ic.answer(effective, canister, sender, method, &arg) {
+            Some(result) => Outcome::Done(result),
+            None => {
+                // The effective canister id routes the call; one that names
+                // another canister is refused before execution.
+                check_effective(effective, canister)
+                    .map_err(|why| Reject::new(ic_error_types::ErrorCode::CanisterNotFound, why))?;
+                Outcome::InSim(self.ic.engine.submit_call(canister, sender, method, arg).map_err(reject_of)?)
             }
         };
-        Ok(Ok(self.push(Message { sender, outcome })))
-    }
-
-    /// An ingress message answered when it was submitted (by a stand-in
-    /// for a system canister); returns its index.
-    pub fn answered(&mut self, sender: Principal, result: CallResult) -> u64 {
-        self.push(Message { sender, outcome: Outcome::Done(result) })
+        Ok(self.push(Message { sender, outcome }))
     }
 
     fn push(&mut self, message: Message) -> u64 {
@@ -238,7 +139,7 @@ impl Instance {
     pub fn forget(&mut self, index: u64) {
         let forgotten = match self.messages.get(&index).map(|m| &m.outcome) {
             Some(Outcome::Done(_)) => true,
-            Some(Outcome::InSim(id)) => self.sim.forget_ingress(*id),
+            Some(Outcome::InSim(id)) => self.ic.engine.forget_ingress(*id),
             None => false,
         };
         if forgotten {
@@ -260,7 +161,7 @@ impl Instance {
         match &self.message(index)?.outcome {
             Outcome::Done(result) => Some(result.clone()),
             Outcome::InSim(id) => {
-                self.sim.ingress_status(*id).map(|outcome| outcome.map_err(errors::from_sim_reject))
+                self.ic.engine.ingress_status(*id).map(|outcome| outcome.map_err(reject_of))
             }
         }
     }
@@ -290,7 +191,7 @@ impl Instance {
                 return Ok(result);
             }
             if round < AWAIT_ROUNDS {
-                self.sim.tick();
+                self.ic.engine.tick();
             }
         }
         Err(ApiError::bad_request(format!(
@@ -303,15 +204,14 @@ impl Instance {
         let sender = principal(&call.sender, "sender")?;
         let canister = principal(&call.canister_id, "canister id")?;
         if canister != Principal::management_canister() {
-            check_effective(&call.effective_principal, canister)?;
+            check_effective(effective(&call.effective_principal)?, canister)
+                .map_err(ApiError::bad_request)?;
         }
         Ok(self.query_as(canister, sender, &call.method, call.payload))
     }
 
     /// A query from `sender`, on the latest state, with the certificate of
-    /// the canister's certified data. PocketIC certifies every round; the
-    /// simulator signs only when a query is about to read the state, which
-    /// gives the same certificate for a fraction of the signatures.
+    /// the canister's certified data.
     pub fn query_as(
         &mut self,
         canister: Principal,
@@ -319,43 +219,40 @@ impl Instance {
         method: &str,
         arg: Vec<u8>,
     ) -> CallResult {
-        if canister == Principal::management_canister() {
-            return Err(errors::unsupported(format!("query {method} to the management canister")));
+        if let Some(answer) = self.ic.answer_query(canister, method, &arg) {
+            return answer;
         }
-        self.stage_changes();
-        self.certified.certify_staged(self.sim.time());
-        let data_certificate = self.certified.data_certificate(canister);
-        self.sim
+        let data_certificate = self.ic.data_certificate(canister);
+        self.ic
+            .engine
             .query_call_certified(canister, sender, method, arg, data_certificate)
-            .map_err(errors::from_sim_reject)
+            .map_err(reject_of)
     }
 
     /// `update/set_time`: the simulator's time only moves forward.
     pub fn set_time(&mut self, ns: u64) -> Result<(), ApiError> {
-        let now = self.sim.time();
+        let now = self.ic.engine.time();
         if ns < now {
             return Err(ApiError::bad_request(format!(
                 "the simulator's time cannot go back: it is {now} ns, {ns} ns was asked"
             )));
         }
-        self.sim.advance_time(ns - now);
+        self.ic.engine.advance_time(ns - now);
         Ok(())
-    }
-
-    /// The subnet index (ascending id bytes) of a subnet id.
-    pub fn subnet_index(&self, subnet: Principal) -> Option<usize> {
-        self.sim.subnets().iter().position(|&s| s == subnet)
     }
 }
 
 /// A call to a canister is routed by its effective principal: it must be
 /// the canister itself (or absent).
-fn check_effective(effective: &RawEffectivePrincipal, canister: Principal) -> Result<(), ApiError> {
+fn check_effective(effective: Effective, canister: Principal) -> Result<(), String> {
     match effective {
-        RawEffectivePrincipal::None => Ok(()),
-        RawEffectivePrincipal::CanisterId(id) if id.as_slice() == canister.as_slice() => Ok(()),
-        other => Err(ApiError::bad_request(format!(
-            "RequestRoutingError(the effective principal {other} does not match the canister {canister})"
-        ))),
+        Effective::None => Ok(()),
+        Effective::Canister(id) if id == canister => Ok(()),
+        Effective::Subnet(id) => Err(format!(
+            "RequestRoutingError(the effective principal {id} is a subnet, not the canister {canister})"
+        )),
+        Effective::Canister(id) => Err(format!(
+            "RequestRoutingError(the effective principal {id} does not match the canister {canister})"
+        )),
     }
 }

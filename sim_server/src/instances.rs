@@ -239,10 +239,10 @@ mod tests {
         let failed = store.with(broken, |_| -> u8 { panic!("boom") }).await.unwrap_err();
         assert_eq!(failed.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         assert!(failed.message.contains("the simulator failed: boom"), "{}", failed.message);
-        let later = store.with(broken, |i| i.sim.time()).await.unwrap_err();
+        let later = store.with(broken, |i| i.ic.engine.time()).await.unwrap_err();
         assert_eq!(later.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         assert!(later.message.contains("serves no more requests") && later.message.contains("boom"));
-        assert!(store.with(other, |i| i.sim.time()).await.is_ok(), "the other instance serves");
+        assert!(store.with(other, |i| i.ic.engine.time()).await.is_ok(), "the other instance serves");
         assert!(store.delete(broken));
     }
 }

@@ -10,11 +10,8 @@ mod ic_http_backend;
 mod instance;
 mod instances;
 mod live;
-mod management;
 mod saved;
 mod server;
-mod settings;
-mod system_canisters;
 mod topology;
 
 pub use ic_http_backend::{

@@ -24,8 +24,8 @@ impl Remote {
     /// first certification; `None` if it is gone.
     pub fn connect(jobs: mpsc::Sender<Job>) -> Option<Self> {
         let certified = run_on(&jobs, None, |instance| {
-            instance.stage_changes();
-            Some(instance.certified.clone())
+            instance.ic.stage_changes();
+            Some(instance.ic.certified().clone())
         })?;
         Some(Self { jobs, certified })
     }

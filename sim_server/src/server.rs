@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 
 use crate::DESCRIPTION;
 use crate::blobstore::BlobStore;
-use crate::errors::{ApiError, Body};
+use crate::errors::{self, ApiError, Body};
 use crate::instances::{Limits, Store};
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
@@ -243,7 +243,7 @@ async fn topology(State(server): App, Path(id): Path<String>) -> Answer<Topology
 }
 
 async fn get_time(State(server): App, Path(id): Path<String>) -> Answer<RawTime> {
-    let nanos_since_epoch = server.instances.with(instance_id(&id)?, |i| i.sim.time()).await?;
+    let nanos_since_epoch = server.instances.with(instance_id(&id)?, |i| i.ic.engine.time()).await?;
     Ok(Json(RawTime { nanos_since_epoch }))
 }
 
@@ -254,7 +254,7 @@ async fn set_time(State(server): App, Path(id): Path<String>, Body(time): Body<R
 
 /// Blockmakers only matter to PocketIC's subnet metrics, which the simulator has not.
 async fn tick(State(server): App, Path(id): Path<String>, Body(_): Body<RawTickConfigs>) -> Answer<()> {
-    server.instances.with(instance_id(&id)?, |i| i.sim.tick()).await?;
+    server.instances.with(instance_id(&id)?, |i| i.ic.engine.tick()).await?;
     Ok(Json(()))
 }
 
@@ -264,7 +264,7 @@ async fn query(
     Body(call): Body<RawCanisterCall>,
 ) -> Answer<RawCanisterResult> {
     let result = server.instances.with(instance_id(&id)?, move |i| i.query(call)).await??;
-    Ok(Json(result.into()))
+    Ok(Json(errors::pocket_ic_result(result).into()))
 }
 
 async fn submit(
@@ -281,7 +281,7 @@ async fn await_message(
     Body(message): Body<RawMessageId>,
 ) -> Answer<RawCanisterResult> {
     let result = server.instances.with(instance_id(&id)?, move |i| i.await_message(&message)).await??;
-    Ok(Json(result.into()))
+    Ok(Json(errors::pocket_ic_result(result).into()))
 }
 
 /// `null` while pending; 403 when asked as someone who did not send it.
@@ -294,7 +294,7 @@ async fn ingress_status(
     let status =
         server.instances.with(instance_id(&id)?, move |i| i.status(&args.raw_message_id, caller)).await?;
     match status {
-        Ok(result) => Ok(Json(result.map(Into::into))),
+        Ok(result) => Ok(Json(result.map(|result| errors::pocket_ic_result(result).into()))),
         Err(sender) => Err(ApiError {
             status: StatusCode::FORBIDDEN,
             message: format!(
@@ -313,7 +313,7 @@ async fn get_cycles(
         .instances
         .with(instance_id(&id)?, move |i| {
             let id = i.existing(&c.canister_id)?;
-            i.sim.cycle_balance(id).map_err(|e| ApiError::bad_request(e.to_string()))
+            i.ic.engine.cycle_balance(id).map_err(|e| ApiError::bad_request(e.to_string()))
         })
         .await??;
     Ok(Json(RawCycles { cycles }))
@@ -328,7 +328,7 @@ async fn add_cycles(
         .instances
         .with(instance_id(&id)?, move |i| {
             let id = i.existing(&add.canister_id)?;
-            i.sim.add_cycles(id, add.amount).map_err(|e| ApiError::bad_request(e.to_string()))
+            i.ic.engine.add_cycles(id, add.amount).map_err(|e| ApiError::bad_request(e.to_string()))
         })
         .await??;
     Ok(Json(RawCycles { cycles }))
@@ -344,7 +344,7 @@ async fn get_subnet(
         .instances
         .with(instance_id(&id)?, move |i| {
             let id = Principal::try_from_slice(&c.canister_id).ok()?;
-            Some(RawSubnetId::from(i.canisters.get(&id)?.subnet))
+            Some(RawSubnetId::from(i.ic.canister(id).ok()?.subnet))
         })
         .await?;
     Ok(Json(subnet))
@@ -359,7 +359,8 @@ async fn get_controllers(
         .instances
         .with(instance_id(&id)?, move |i| {
             let id = i.existing(&c.canister_id)?;
-            Ok::<_, ApiError>(i.canisters[&id].controllers.iter().map(|&p| p.into()).collect())
+            let controllers = &i.ic.canister(id).expect("it exists").controllers;
+            Ok::<_, ApiError>(controllers.iter().map(|&p| p.into()).collect())
         })
         .await??;
     Ok(Json(controllers))

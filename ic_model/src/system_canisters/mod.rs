@@ -35,16 +35,7 @@ pub const ANONYMOUS_ICP_E8S: u128 = 100_000_000 * 1_000_000_000;
 /// gives it: 2^127 cycles.
 pub const ANONYMOUS_CYCLES: u128 = 1 << 127;
 
-/// A call a system canister refused, as the IC reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reject {
-    /// The interface specification's reject code.
-    pub code: RejectCode,
-    /// The replica's error code.
-    pub error_code: ErrorCode,
-    /// Why, for people.
-    pub message: String,
-}
+pub use crate::Reject;
 
 impl Reject {
     fn no_method(canister: Principal, kind: &str, method: &str) -> Self {

@@ -1,6 +1,6 @@
 //! A canister's settings as the management canister keeps and reports them
 //! (`canister_status`). Controllers and environment variables live in the
-//! simulator, which enforces them; the others are kept here, with the
+//! engine, which enforces them; the others are kept here, with the
 //! replica's defaults, checked as the replica checks them, and reported;
 //! the simulator does not enforce them (`docs/simulator.md`).
 

@@ -1,0 +1,79 @@
+//! What the IC model needs of the engine beneath it, the one that executes
+//! canisters: creating and configuring them, installing code, cycles, and
+//! what a canister's status reports. The simulator is one ([`sim::Sim`],
+//! with the `sim` feature); another engine could sit under the same model.
+
+use candid::Principal;
+use ic_management_canister_types::CanisterSettings;
+
+use crate::{Reject, SubnetRanges};
+
+/// What the engine knows of a canister for `canister_status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineStatus {
+    /// Its cycles balance.
+    pub cycles: u128,
+    /// Its wasm (heap) memory.
+    pub wasm_memory_bytes: u64,
+    /// Its stable memory.
+    pub stable_memory_bytes: u64,
+    /// Bumped by every install, upgrade and settings change, as on the IC.
+    pub version: u64,
+    /// Its environment variables, by name.
+    pub environment_variables: Vec<(String, String)>,
+}
+
+/// An engine that executes canisters. A refusal is the [`Reject`] the IC
+/// gives for the same refusal: the engine classifies its own failures.
+pub trait Engine {
+    /// The subnets, in the engine's order.
+    fn subnets(&self) -> Vec<Principal>;
+    /// The canister ids each subnet assigns.
+    fn subnet_ranges(&self) -> Vec<SubnetRanges>;
+    /// The network's time, in ns since the epoch.
+    fn time(&self) -> u64;
+    /// A new empty canister on `subnet`, controlled by `controllers`,
+    /// holding `cycles` (`None`: what the engine gives a new canister), with
+    /// what of `settings` the engine enforces.
+    fn create_canister(
+        &mut self,
+        subnet: Principal,
+        controllers: Vec<Principal>,
+        settings: &CanisterSettings,
+        cycles: Option<u128>,
+    ) -> Result<Principal, Reject>;
+    /// Installs `wasm` (replacing code and memory) or, with `upgrade`,
+    /// upgrades to it, running its init or upgrade hooks with `arg`.
+    fn install_code(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        wasm: &[u8],
+        arg: Vec<u8>,
+        upgrade: bool,
+    ) -> Result<(), Reject>;
+    /// Applies what of `settings` the engine enforces; `sender` must control
+    /// the canister.
+    fn update_settings(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        settings: &CanisterSettings,
+    ) -> Result<(), Reject>;
+    /// Lets the canister take calls again.
+    fn start_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject>;
+    /// Stops the canister once its open call contexts close.
+    fn stop_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject>;
+    /// Deletes a stopped canister, its cycles with it.
+    fn delete_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject>;
+    /// Adds `cycles` to the canister's balance.
+    fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), Reject>;
+    /// What `canister_status` reports that the engine keeps.
+    fn status(&self, canister: Principal) -> Result<EngineStatus, Reject>;
+    /// The canister's certified data (empty if it has none).
+    fn certified_data(&self, canister: Principal) -> Vec<u8>;
+    /// The canisters whose certified data changed since the last call.
+    fn take_certified_data_changes(&mut self) -> Vec<Principal>;
+    /// The root key (DER) canisters are told to verify certificates with.
+    fn set_root_key(&mut self, der: Vec<u8>);
+}

@@ -1,0 +1,227 @@
+//! The IC above an engine: the management canister and the system
+//! canisters answering ingress messages, what they know of each canister,
+//! and the subnets' certified state that shows it.
+
+use candid::Principal;
+use ic_management_canister_types::CanisterSettings;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::engine::Engine;
+use crate::management::{self, CanisterInfo};
+use crate::system_canisters::{self, Host, SystemCanisters};
+use crate::{CanisterState, CertifiedState, Keys, Reject, SubnetRanges};
+
+/// How an ingress message is routed: by the effective canister id the
+/// request names, or, for PocketIC's provisional creation, by a subnet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effective {
+    /// None named: the first subnet.
+    None,
+    /// A subnet, by id.
+    Subnet(Principal),
+    /// The subnet that hosts this canister id.
+    Canister(Principal),
+}
+
+/// What the model keeps beside the engine's state, saved with it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IcState {
+    /// Every canister the management canister created and has not deleted.
+    pub canisters: BTreeMap<Principal, CanisterInfo>,
+    /// The ledgers and the cycles minting canister, when the network has them.
+    pub system: Option<SystemCanisters>,
+}
+
+/// The IC over the engine `E`.
+pub struct Ic<E> {
+    /// The engine that executes the canisters.
+    pub engine: E,
+    state: IcState,
+    /// Canisters created, changed or deleted since their entries were last
+    /// staged in the certified state.
+    changed: BTreeSet<Principal>,
+    certified: Arc<CertifiedState>,
+}
+
+impl<E: Engine> Ic<E> {
+    /// An IC over `engine` whose state `keys` sign; with `system_canisters`,
+    /// the ledgers and the cycles minting canister answer at their ids.
+    pub fn new(engine: E, keys: Keys, system_canisters: bool) -> Self {
+        let state =
+            IcState { canisters: BTreeMap::new(), system: system_canisters.then(SystemCanisters::new) };
+        Self::resume(engine, keys, state)
+    }
+
+    /// The IC that `state` and `engine` were, saved together, signed again
+    /// with the same keys.
+    pub fn resume(mut engine: E, keys: Keys, state: IcState) -> Self {
+        let certified = CertifiedState::new(keys, &ranges(&engine, state.system.is_some()), engine.time());
+        engine.set_root_key(certified.root_key_der());
+        let changed = state.canisters.keys().copied().collect();
+        let mut ic = Self { engine, state, changed, certified: Arc::new(certified) };
+        ic.stage_changes();
+        ic
+    }
+
+    /// What the model keeps beside the engine's state.
+    pub fn state(&self) -> &IcState {
+        &self.state
+    }
+
+    /// The keys that sign the certified state.
+    pub fn keys(&self) -> Keys {
+        self.certified.keys()
+    }
+
+    /// The subnets' certified state, which the IC's HTTP interface and
+    /// canisters' data certificates read.
+    pub fn certified(&self) -> &Arc<CertifiedState> {
+        &self.certified
+    }
+
+    /// The canister, or the reject a call to a missing one gets.
+    pub fn canister(&self, id: Principal) -> Result<&CanisterInfo, Reject> {
+        self.state.canisters.get(&id).ok_or_else(|| Reject::canister_not_found(id))
+    }
+
+    pub(crate) fn info_mut(&mut self, id: Principal) -> &mut CanisterInfo {
+        self.changed.insert(id);
+        self.state.canisters.get_mut(&id).expect("the caller checked the canister exists")
+    }
+
+    pub(crate) fn insert_canister(&mut self, id: Principal, info: CanisterInfo) {
+        self.changed.insert(id);
+        self.state.canisters.insert(id, info);
+    }
+
+    pub(crate) fn remove_canister(&mut self, id: Principal) {
+        self.changed.insert(id);
+        self.state.canisters.remove(&id);
+    }
+
+    /// The subnet a provisional creation routed by `effective` creates on;
+    /// why not, if there is none.
+    pub fn subnet_for(&self, effective: Effective) -> Result<Principal, String> {
+        let subnets = self.engine.subnet_ranges();
+        let hosts = |id: Principal| {
+            let within = |(first, last): &(Principal, Principal)| {
+                first.as_slice() <= id.as_slice() && id.as_slice() <= last.as_slice()
+            };
+            subnets.iter().find(|subnet| subnet.ranges.iter().any(within)).map(|subnet| subnet.id)
+        };
+        match effective {
+            Effective::None => subnets.first().map(|subnet| subnet.id).ok_or_else(|| "no subnet".into()),
+            Effective::Subnet(id) if subnets.iter().any(|subnet| subnet.id == id) => Ok(id),
+            Effective::Subnet(id) => Err(format!("SubnetNotFound({id})")),
+            Effective::Canister(id) => hosts(id).ok_or_else(|| format!("CanisterNotFound({id})")),
+        }
+    }
+
+    /// An ingress message the management canister or a system canister
+    /// answers when it is submitted; `None` if it is for the engine.
+    pub fn answer(
+        &mut self,
+        effective: Effective,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: &[u8],
+    ) -> Option<Result<Vec<u8>, Reject>> {
+        if canister == Principal::management_canister() {
+            return Some(self.call_management(effective, sender, method, arg));
+        }
+        // Out of the model while the model is their host; back in even if
+        // they panic, so that a network that catches it keeps its ledgers.
+        let mut system = self.state.system.take()?;
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            system.update(self, canister, sender, method, arg)
+        }));
+        self.state.system = Some(system);
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// A query the management canister or a system canister answers;
+    /// `None` if it is for the engine.
+    pub fn answer_query(
+        &self,
+        canister: Principal,
+        method: &str,
+        arg: &[u8],
+    ) -> Option<Result<Vec<u8>, Reject>> {
+        if canister == Principal::management_canister() {
+            return Some(Err(management::unsupported(format!("query {method} to the management canister"))));
+        }
+        self.state.system.as_ref()?.query(self, canister, method, arg)
+    }
+
+    /// Stages in the certified state the entries of every canister created,
+    /// changed or deleted, or whose certified data changed, since last time.
+    pub fn stage_changes(&mut self) {
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.extend(self.engine.take_certified_data_changes());
+        for canister in changed {
+            self.certified.write_canister(canister, self.canister_state(canister).as_ref());
+        }
+    }
+
+    /// The data certificate a query to `canister` reads: the latest state,
+    /// staged and signed now. The model signs only when a query is about
+    /// to read the state, which gives the certificate a replica certifying
+    /// every round would, for a fraction of the signatures.
+    pub fn data_certificate(&mut self, canister: Principal) -> Option<Vec<u8>> {
+        self.stage_changes();
+        self.certified.certify_staged(self.engine.time());
+        self.certified.data_certificate(canister)
+    }
+
+    /// What the state tree shows of `canister`; `None` if there is none.
+    fn canister_state(&self, canister: Principal) -> Option<CanisterState> {
+        let info = self.state.canisters.get(&canister)?;
+        Some(CanisterState {
+            controllers: info.controllers.clone(),
+            module_hash: info.module_hash.clone(),
+            metadata: info.metadata.iter().map(|m| (m.name.clone(), m.public, m.content.clone())).collect(),
+            certified_data: self.engine.certified_data(canister),
+        })
+    }
+}
+
+/// The subnets' ranges. The cycles ledger's id lies outside every range an
+/// engine assigns: with the system canisters, the first subnet hosts it, as
+/// one of the IC's does.
+fn ranges(engine: &impl Engine, system_canisters: bool) -> Vec<SubnetRanges> {
+    let mut subnets = engine.subnet_ranges();
+    if system_canisters && let Some(first) = subnets.first_mut() {
+        let ledger = system_canisters::CYCLES_LEDGER;
+        first.ranges.push((ledger, ledger));
+    }
+    subnets
+}
+
+/// The system canisters' host: the management canister creates what the
+/// cycles ledger pays for, and the engine holds the cycles.
+impl<E: Engine> Host for Ic<E> {
+    fn subnets(&self) -> Vec<Principal> {
+        self.engine.subnets()
+    }
+
+    fn time(&self) -> u64 {
+        self.engine.time()
+    }
+
+    fn create_canister(
+        &mut self,
+        subnet: Principal,
+        settings: CanisterSettings,
+        cycles: u128,
+    ) -> Result<Principal, String> {
+        self.create_paid(subnet, settings, cycles).map_err(|reject| reject.message)
+    }
+
+    fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), String> {
+        self.canister(canister).map_err(|reject| reject.message)?;
+        self.engine.deposit_cycles(canister, cycles).map_err(|reject| reject.message)
+    }
+}

@@ -1,0 +1,205 @@
+//! The simulator as the IC model's engine, its failures classified with
+//! the reject and error codes the replica gives for the same failures.
+
+use candid::Principal;
+use ic_error_types::ErrorCode;
+use ic_management_canister_types::CanisterSettings;
+use sim::{IDS_PER_SUBNET, Sim, SimError, canister_id};
+use std::collections::BTreeMap;
+
+use crate::engine::{Engine, EngineStatus};
+use crate::{Reject, SubnetRanges};
+
+/// A refusal of the simulator's, as the replica reports the same refusal.
+pub fn reject_of_error(e: SimError) -> Reject {
+    use SimError as E;
+    let error_code = match &e {
+        E::CanisterNotFound(_) => ErrorCode::CanisterNotFound,
+        E::NoSuchSubnet { .. } => ErrorCode::SubnetNotFound,
+        E::NotAController { .. } => ErrorCode::CanisterInvalidController,
+        E::InvalidWasm(_) => ErrorCode::CanisterInvalidWasm,
+        E::InstallTrapped { .. } => ErrorCode::CanisterCalledTrap,
+        E::NoCodeToUpgrade(_) => ErrorCode::CanisterWasmModuleNotFound,
+        E::NotStopped(_) | E::OpenCallContexts(_) => ErrorCode::CanisterNotStopped,
+        E::DidNotStop { .. } => ErrorCode::StopCanisterRequestTimeout,
+        E::TracingOff => ErrorCode::SubnetOversubscribed,
+        E::SubnetFull { .. } => ErrorCode::MaxNumberOfCanistersReached,
+    };
+    Reject::new(error_code, e.to_string())
+}
+
+/// A reject of the simulator's message execution, with the error code the
+/// replica gives most often for its reject code (the simulator's rejects
+/// carry none).
+pub fn reject_of(r: sim::Reject) -> Reject {
+    let error_code = match r.code {
+        sim::RejectCode::SysFatal => ErrorCode::SubnetOversubscribed,
+        sim::RejectCode::SysTransient => ErrorCode::CanisterQueueFull,
+        sim::RejectCode::DestinationInvalid => ErrorCode::CanisterNotFound,
+        sim::RejectCode::CanisterReject => ErrorCode::CanisterRejectedMessage,
+        // The simulator names a missing method in its message, as the
+        // replica does; tools tell it from a trap by its code (icp-cli
+        // probes `http_request` to find a frontend).
+        sim::RejectCode::CanisterError if is_missing_method(&r.message) => ErrorCode::CanisterMethodNotFound,
+        sim::RejectCode::CanisterError => ErrorCode::CanisterCalledTrap,
+        sim::RejectCode::SysUnknown => ErrorCode::DeadlineExpired,
+    };
+    Reject::new(error_code, r.message)
+}
+
+fn is_missing_method(message: &str) -> bool {
+    message.starts_with("Canister ")
+        && (message.contains(" has no update method '") || message.contains(" has no query method '"))
+}
+
+/// What of `settings` the simulator keeps and enforces (checked already by
+/// the management canister).
+fn sim_settings(settings: &CanisterSettings, controllers: Option<Vec<Principal>>) -> sim::Settings {
+    let env_vars = settings
+        .environment_variables
+        .as_ref()
+        .map(|vars| vars.iter().map(|var| (var.name.clone(), var.value.clone())).collect::<BTreeMap<_, _>>());
+    let wasm_memory_limit = settings.wasm_memory_limit.as_ref().and_then(|n| u64::try_from(&n.0).ok());
+    sim::Settings { controllers, env_vars, wasm_memory_limit }
+}
+
+impl Engine for Sim {
+    fn subnets(&self) -> Vec<Principal> {
+        Sim::subnets(self)
+    }
+
+    fn subnet_ranges(&self) -> Vec<SubnetRanges> {
+        let range = |index: usize| {
+            let first = index as u64 * IDS_PER_SUBNET;
+            (canister_id(first), canister_id(first + IDS_PER_SUBNET - 1))
+        };
+        let subnets = Sim::subnets(self).into_iter().enumerate();
+        subnets.map(|(index, id)| SubnetRanges { id, ranges: vec![range(index)] }).collect()
+    }
+
+    fn time(&self) -> u64 {
+        Sim::time(self)
+    }
+
+    fn create_canister(
+        &mut self,
+        subnet: Principal,
+        controllers: Vec<Principal>,
+        settings: &CanisterSettings,
+        cycles: Option<u128>,
+    ) -> Result<Principal, Reject> {
+        let index = Sim::subnets(self)
+            .iter()
+            .position(|&s| s == subnet)
+            .ok_or_else(|| Reject::new(ErrorCode::SubnetNotFound, format!("Subnet {subnet} not found")))?;
+        let id = self.create_canister_with(index, sim_settings(settings, Some(controllers)));
+        let id = id.map_err(reject_of_error)?;
+        // The simulator creates a canister with its initial cycles.
+        let initial = self.config().initial_cycles;
+        let cycles = cycles.unwrap_or(initial);
+        let set = match cycles.checked_sub(initial) {
+            Some(more) => self.add_cycles(id, more),
+            None => self.remove_cycles(id, initial - cycles),
+        };
+        set.map_err(reject_of_error)?;
+        Ok(id)
+    }
+
+    fn install_code(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        wasm: &[u8],
+        arg: Vec<u8>,
+        upgrade: bool,
+    ) -> Result<(), Reject> {
+        let done = if upgrade {
+            self.upgrade_canister(canister, wasm, arg, sender)
+        } else {
+            // The simulator's install replaces code and stable memory.
+            self.install_canister(canister, wasm, arg, sender)
+        };
+        done.map_err(reject_of_error)
+    }
+
+    fn update_settings(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        settings: &CanisterSettings,
+    ) -> Result<(), Reject> {
+        let settings = sim_settings(settings, settings.controllers.clone());
+        Sim::update_settings(self, canister, sender, settings).map_err(reject_of_error)
+    }
+
+    fn start_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject> {
+        Sim::start_canister(self, canister, sender).map_err(reject_of_error)
+    }
+
+    fn stop_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject> {
+        Sim::stop_canister(self, canister, sender).map_err(reject_of_error)
+    }
+
+    fn delete_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject> {
+        Sim::delete_canister(self, canister, sender).map_err(reject_of_error)
+    }
+
+    fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), Reject> {
+        self.add_cycles(canister, cycles).map(drop).map_err(reject_of_error)
+    }
+
+    fn status(&self, canister: Principal) -> Result<EngineStatus, Reject> {
+        let status = || -> Result<EngineStatus, SimError> {
+            Ok(EngineStatus {
+                cycles: self.cycle_balance(canister)?,
+                wasm_memory_bytes: self.wasm_memory_size(canister)?,
+                stable_memory_bytes: self.stable_memory_size(canister)?,
+                version: self.canister_version(canister)?,
+                environment_variables: self.env_vars(canister)?.clone().into_iter().collect(),
+            })
+        };
+        status().map_err(reject_of_error)
+    }
+
+    fn certified_data(&self, canister: Principal) -> Vec<u8> {
+        Sim::certified_data(self, canister).map(<[u8]>::to_vec).unwrap_or_default()
+    }
+
+    fn take_certified_data_changes(&mut self) -> Vec<Principal> {
+        Sim::take_certified_data_changes(self)
+    }
+
+    fn set_root_key(&mut self, der: Vec<u8>) {
+        Sim::set_root_key(self, der);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_subnets_range_holds_the_ids_it_assigns() {
+        let mut sim = Sim::builder().with_subnet().with_subnet().build();
+        for (index, subnet) in Engine::subnet_ranges(&sim).into_iter().enumerate() {
+            let id = sim.create_canister(index, vec![]).unwrap();
+            let (first, last) = subnet.ranges[0];
+            assert!(first.as_slice() <= id.as_slice() && id.as_slice() <= last.as_slice());
+            assert_eq!(subnet.id, Sim::subnets(&sim)[index]);
+        }
+    }
+
+    #[test]
+    fn the_model_charges_the_creation_fee_the_simulator_charges_canisters() {
+        assert_eq!(crate::management::CANISTER_CREATION_FEE, sim::CANISTER_CREATION_FEE);
+    }
+
+    #[test]
+    fn a_missing_method_is_told_from_a_trap() {
+        let reject =
+            |message: &str| sim::Reject { code: sim::RejectCode::CanisterError, message: message.into() };
+        let missing = reject_of(reject("Canister x has no update method 'http_request'"));
+        assert_eq!(missing.error_code, ErrorCode::CanisterMethodNotFound);
+        assert_eq!(reject_of(reject("Canister x trapped: oops")).error_code, ErrorCode::CanisterCalledTrap);
+    }
+}
