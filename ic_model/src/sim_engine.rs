@@ -24,6 +24,7 @@ pub fn reject_of_error(e: SimError) -> Reject {
         E::DidNotStop { .. } => ErrorCode::StopCanisterRequestTimeout,
         E::TracingOff => ErrorCode::SubnetOversubscribed,
         E::SubnetFull { .. } => ErrorCode::MaxNumberOfCanistersReached,
+        E::IdTaken(_) => ErrorCode::CanisterIdAlreadyExists,
     };
     Reject::new(error_code, e.to_string())
 }

@@ -80,8 +80,9 @@ pub use message::{MessageId, Reject, RejectCode};
 pub use module::is_memory64;
 pub use persist::{RestoreError, SaveError, SavedSim};
 pub use sim::{
-    Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, ONE_SECOND_NS, Outstanding, RoundLimits, Settings,
-    Sim, SimBuilder, SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,
+    Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, ONE_SECOND_NS, OutsideCall, Outstanding, RoundLimits,
+    Settings, Sim, SimBuilder, SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT,
+    canister_id,
 };
 pub use stats::{CallsFrom, CanisterStats, RejectCounts};
 pub use system_api::CYCLES_MINTING_CANISTER;

@@ -8,7 +8,7 @@ use crate::canister::{Canister, SavedCanister};
 use crate::code::{self, Metering};
 use crate::host_memory::HostMemory;
 use crate::message::MessageId;
-use crate::sim::{FaultState, IngressState, Sim, SimBuilder, SimConfig, Subnet};
+use crate::sim::{FaultState, IngressState, Outside, Sim, SimBuilder, SimConfig, Subnet};
 
 /// Everything a [`Sim`] needs to resume, between ticks: plain data for any
 /// serde format (the servers use postcard). Tracing and the host-memory
@@ -28,6 +28,7 @@ pub struct SavedSim {
     faults: FaultState,
     #[serde(with = "serde_bytes")]
     root_key: Vec<u8>,
+    outside: Outside,
 }
 
 /// A module as installed, compiled again on restore.
@@ -41,7 +42,7 @@ struct SavedModule {
 impl SavedSim {
     /// The version of this layout, for the header of a file that holds one:
     /// bumped whenever any saved type changes.
-    pub const FORMAT: u32 = 1;
+    pub const FORMAT: u32 = 2;
 }
 
 /// Why a simulator could not be saved.
@@ -84,6 +85,7 @@ impl Sim {
             paused_until: self.paused_until.clone(),
             faults: self.faults.clone(),
             root_key: self.root_key.clone(),
+            outside: self.outside.clone(),
         })
     }
 }
@@ -121,6 +123,7 @@ impl SimBuilder {
             tracing: self.tracing,
             root_key: saved.root_key,
             executions: 0,
+            outside: saved.outside,
         };
         for canister in saved.canisters {
             let (id, subnet) = (canister.id, canister.subnet);

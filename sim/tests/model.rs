@@ -302,6 +302,63 @@ fn a_failed_upgrade_leaves_the_canister_as_it_was_timer_included() {
 }
 
 /// What the simulator shows of itself and of `canisters`.
+/// The cycles ledger's id: in no subnet's range, as on the IC.
+fn outside_id() -> Principal {
+    Principal::from_slice(&[0, 0, 0, 0, 2, 16, 0, 2, 1, 1])
+}
+
+/// Submits the probe's `pay` of `cycles` to `callee` and runs rounds until
+/// the call reaches the outside.
+fn pay_outside(sim: &mut Sim, probe: Principal, callee: Principal, cycles: u64) -> sim::OutsideCall {
+    let mut arg = callee.as_slice().to_vec();
+    arg.extend(cycles.to_le_bytes());
+    sim.update_call(probe, controller(), "pay", arg).unwrap();
+    for _ in 0..5 {
+        if let [call] = sim.outside_calls().as_slice() {
+            return call.clone();
+        }
+        sim.tick();
+    }
+    panic!("the call never reached the outside")
+}
+
+fn refunded(sim: &mut Sim, probe: Principal) -> u128 {
+    let bytes = sim.query_call(probe, controller(), "refunded", vec![]).unwrap();
+    u128::from_le_bytes(bytes.try_into().unwrap())
+}
+
+#[test]
+fn a_canister_hosted_outside_is_called_and_answered_from_outside_with_its_refund() {
+    let mut w = world(2, 0, 0);
+    let outside = outside_id();
+    w.sim.host_outside(outside, 1).unwrap();
+    assert_eq!(w.sim.host_outside(w.probe, 0), Err(SimError::IdTaken(w.probe)));
+
+    let call = pay_outside(&mut w.sim, w.probe, outside, 1_000_000);
+    assert_eq!(
+        (call.caller, call.callee, call.method.as_str(), call.cycles),
+        (w.probe, outside, "ping", 1_000_000)
+    );
+    assert!(w.sim.outside_calls().is_empty(), "handed out once");
+    assert!(w.sim.busy() || w.sim.outstanding().calls_in_flight == 1, "the caller's slot is held");
+    assert!(w.sim.answer_outside(call.id, Ok(b"paid".to_vec()), 400_000));
+    assert!(!w.sim.answer_outside(call.id, Ok(vec![]), 0), "answered once");
+    run_until_idle(&mut w.sim);
+    assert_eq!(refunded(&mut w.sim, w.probe), 600_000);
+    assert_eq!(probe_state(&mut w.sim, w.probe).replies, 1);
+
+    // A reject refunds what was not accepted, and survives a save on the way.
+    let call = pay_outside(&mut w.sim, w.probe, outside, 5);
+    let mut sim = restored(&encoded(&w.sim));
+    let reject = sim::Reject { code: RejectCode::CanisterReject, message: "no".into() };
+    assert!(sim.answer_outside(call.id, Err(reject), 0));
+    run_until_idle(&mut sim);
+    let state = probe_state(&mut sim, w.probe);
+    assert_eq!((state.rejects, state.last_reject_code), (1, RejectCode::CanisterReject as u32));
+    assert_eq!(refunded(&mut sim, w.probe), 5);
+    assert_eq!(sim.outstanding(), sim::Outstanding::default());
+}
+
 fn view(sim: &Sim, canisters: &[Principal]) -> Vec<String> {
     let mut view = vec![format!("{:?}", (sim.time(), sim.ticks(), sim.outstanding(), sim.subnets()))];
     for &id in canisters {
@@ -428,10 +485,13 @@ fn the_saved_layout_is_pinned_by_its_format_number() {
     let keeper = sim.create_canister(1, vec![controller()]).unwrap();
     sim.install_canister(keeper, &wat::parse_str(KEEPER).unwrap(), vec![], controller()).unwrap();
     sim.update_call(keeper, controller(), "keep", "pinned".into()).unwrap();
+    let probe = sim::canister_id(0);
+    sim.host_outside(outside_id(), 0).unwrap();
+    pay_outside(&mut sim, probe, outside_id(), 7);
     let pinned = (sim::SavedSim::FORMAT, hex::encode(sha2::Sha256::digest(encoded(&sim))));
     assert_eq!(
         pinned,
-        (1, "9a5da0337a7e732aed711bcea82b1b0512c57f5184ac24b8f06dde9e442bc353".to_string()),
+        (2, "3c1ffeed583048bda124291440c695f5d6b04d2e650c84a514af12708f7a6e8f".to_string()),
         "a saved type changed: bump SavedSim::FORMAT, then this hash"
     );
 }

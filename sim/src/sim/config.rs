@@ -203,6 +203,7 @@ impl SimBuilder {
             tracing: self.tracing,
             root_key: super::IC_ROOT_KEY.to_vec(),
             executions: 0,
+            outside: Default::default(),
         }
     }
 }

@@ -62,6 +62,10 @@ pub enum SimError {
         /// How many rounds were waited ([`crate::UPDATE_CALL_ROUND_LIMIT`]).
         rounds: u64,
     },
+    /// A canister hosted outside ([`crate::Sim::host_outside`]) cannot share
+    /// an id with one of the simulator's.
+    #[error("canister {0} already exists in the simulator")]
+    IdTaken(Principal),
     /// Traces are only kept by a simulator built `with_tracing` (see [`crate::bench`]).
     #[error("the simulator was built without tracing")]
     TracingOff,

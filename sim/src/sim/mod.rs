@@ -18,6 +18,7 @@ use crate::system_api::{ApiLimits, Hosting, SystemState};
 mod config;
 mod error;
 mod faults;
+mod outside;
 mod routing;
 mod scheduler;
 
@@ -26,6 +27,8 @@ pub use error::SimError;
 pub(crate) use faults::FaultState;
 pub(crate) use faults::TrapInjector;
 pub use faults::{Action, Event, Faults, Stall, TrapRate, Traps};
+pub(crate) use outside::Outside;
+pub use outside::OutsideCall;
 pub(crate) use routing::Subnet;
 use routing::not_found;
 pub use routing::{IDS_PER_SUBNET, canister_id};
@@ -58,6 +61,8 @@ pub struct Sim {
     pub(crate) root_key: Vec<u8>,
     /// Messages executed since it was built or restored (not saved).
     pub(crate) executions: u64,
+    /// Canisters hosted outside, and the calls to them waiting for answers.
+    pub(crate) outside: Outside,
 }
 
 /// The IC's root key (DER): what the replica gives `ic0.root_key_copy`
@@ -464,7 +469,9 @@ impl Sim {
     /// Unlike [`Sim::outstanding`] it does not look at answered ingress
     /// messages, so it stays cheap however many there are.
     pub fn busy(&self) -> bool {
-        self.subnets.iter().any(|s| s.waiting() > 0) || self.canisters.values().any(|c| c.queued() > 0)
+        self.subnets.iter().any(|s| s.waiting() > 0)
+            || self.canisters.values().any(|c| c.queued() > 0)
+            || self.outside.new_calls() > 0
     }
 
     /// What is still open: unanswered ingress, call contexts, held slots

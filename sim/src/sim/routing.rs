@@ -66,6 +66,9 @@ impl Sim {
         if let Some(canister) = self.canisters.get(&id) {
             return Some(canister.subnet());
         }
+        if let Some(subnet) = self.outside.subnet_of(&id) {
+            return Some(subnet);
+        }
         let bytes: [u8; 10] = id.as_slice().try_into().ok()?;
         let (number, suffix) = bytes.split_at(8);
         let subnet = usize::try_from(u64::from_be_bytes(number.try_into().ok()?) / IDS_PER_SUBNET).ok()?;
@@ -84,6 +87,7 @@ impl Sim {
             return;
         }
         match message {
+            Message::Request(r) if self.outside.subnet_of(&r.receiver).is_some() => self.outside.deliver(r),
             Message::Request(r) => {
                 let response = r.rejected(not_found(r.receiver));
                 self.route(subnet, Output::Response(response));
