@@ -23,6 +23,24 @@ pub struct EngineStatus {
     pub environment_variables: Vec<(String, String)>,
 }
 
+/// A call from one of the engine's canisters to a canister the model hosts
+/// (a system canister), waiting for the model's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallToModel {
+    /// Names the call for its answer.
+    pub id: u64,
+    /// The canister that called.
+    pub caller: Principal,
+    /// The model's canister it called.
+    pub callee: Principal,
+    /// The method called.
+    pub method: String,
+    /// The candid argument.
+    pub arg: Vec<u8>,
+    /// The cycles attached.
+    pub cycles: u128,
+}
+
 /// An engine that executes canisters. A refusal is the [`Reject`] the IC
 /// gives for the same refusal: the engine classifies its own failures.
 pub trait Engine {
@@ -76,4 +94,14 @@ pub trait Engine {
     fn take_certified_data_changes(&mut self) -> Vec<Principal>;
     /// The root key (DER) canisters are told to verify certificates with.
     fn set_root_key(&mut self, der: Vec<u8>);
+    /// Executes one round on every subnet.
+    fn execute_round(&mut self);
+    /// From now on the engine routes calls to `canister` through `subnet`
+    /// for the model to answer ([`Engine::calls_to_model`]).
+    fn route_to_model(&mut self, canister: Principal, subnet: Principal) -> Result<(), Reject>;
+    /// Calls to the model's canisters made since the last time.
+    fn calls_to_model(&mut self) -> Vec<CallToModel>;
+    /// The model's answer to call `id`: the reply or reject goes back to the
+    /// caller with the cycles it did not accept.
+    fn answer_call(&mut self, id: u64, result: Result<Vec<u8>, Reject>, accepted_cycles: u128);
 }

@@ -59,6 +59,15 @@ impl<E: Engine> Ic<E> {
     pub fn resume(mut engine: E, keys: Keys, state: IcState) -> Self {
         let certified = CertifiedState::new(keys, &ranges(&engine, state.system.is_some()), engine.time());
         engine.set_root_key(certified.root_key_der());
+        if state.system.is_some()
+            && let Some(&first) = engine.subnets().first()
+        {
+            // Canisters call the system canisters too (the cycles ledger's
+            // `deposit`): the engine routes those calls here.
+            for canister in system_canisters::CANISTERS {
+                engine.route_to_model(canister, first).expect("the system canisters' ids are free");
+            }
+        }
         let changed = state.canisters.keys().copied().collect();
         let mut ic = Self { engine, state, changed, certified: Arc::new(certified) };
         ic.stage_changes();
@@ -132,14 +141,36 @@ impl<E: Engine> Ic<E> {
         if canister == Principal::management_canister() {
             return Some(self.call_management(effective, sender, method, arg));
         }
-        // Out of the model while the model is their host; back in even if
-        // they panic, so that a network that catches it keeps its ledgers.
+        self.with_system_canisters(|system, ic| system.update(ic, canister, sender, method, arg))?
+    }
+
+    /// Executes a round of the engine's, and answers the calls its
+    /// canisters made to the system canisters; their answers go back in
+    /// the next round.
+    pub fn execute_round(&mut self) {
+        self.engine.execute_round();
+        for call in self.engine.calls_to_model() {
+            let answer = self.with_system_canisters(|system, ic| {
+                system.call_from_canister(ic, call.callee, call.caller, &call.method, &call.arg, call.cycles)
+            });
+            let (result, accepted) =
+                answer.flatten().unwrap_or_else(|| (Err(Reject::canister_not_found(call.callee)), 0));
+            self.engine.answer_call(call.id, result, accepted);
+        }
+    }
+
+    /// `f` on the system canisters, with the model as their host; `None` if
+    /// there are none. They are out of the model while the model is their
+    /// host, and back in even if `f` panics, so that a network that catches
+    /// the panic keeps its ledgers.
+    fn with_system_canisters<R>(
+        &mut self,
+        f: impl FnOnce(&mut SystemCanisters, &mut Self) -> R,
+    ) -> Option<R> {
         let mut system = self.state.system.take()?;
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            system.update(self, canister, sender, method, arg)
-        }));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut system, self)));
         self.state.system = Some(system);
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        Some(result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     }
 
     /// A query the management canister or a system canister answers;

@@ -7,7 +7,7 @@ use ic_management_canister_types::CanisterSettings;
 use sim::{IDS_PER_SUBNET, Sim, SimError, canister_id};
 use std::collections::BTreeMap;
 
-use crate::engine::{Engine, EngineStatus};
+use crate::engine::{CallToModel, Engine, EngineStatus};
 use crate::{Reject, SubnetRanges};
 
 /// A refusal of the simulator's, as the replica reports the same refusal.
@@ -172,6 +172,37 @@ impl Engine for Sim {
 
     fn set_root_key(&mut self, der: Vec<u8>) {
         Sim::set_root_key(self, der);
+    }
+
+    fn execute_round(&mut self) {
+        self.tick();
+    }
+
+    fn route_to_model(&mut self, canister: Principal, subnet: Principal) -> Result<(), Reject> {
+        let index = Sim::subnets(self)
+            .iter()
+            .position(|&s| s == subnet)
+            .ok_or_else(|| Reject::new(ErrorCode::SubnetNotFound, format!("Subnet {subnet} not found")))?;
+        self.host_outside(canister, index).map_err(reject_of_error)
+    }
+
+    fn calls_to_model(&mut self) -> Vec<CallToModel> {
+        let calls = self.outside_calls().into_iter();
+        calls
+            .map(|call| CallToModel {
+                id: call.id,
+                caller: call.caller,
+                callee: call.callee,
+                method: call.method,
+                arg: call.arg,
+                cycles: call.cycles,
+            })
+            .collect()
+    }
+
+    fn answer_call(&mut self, id: u64, result: Result<Vec<u8>, Reject>, accepted_cycles: u128) {
+        let result = result.map_err(|reject| sim::Reject { code: reject.code, message: reject.message });
+        self.answer_outside(id, result, accepted_cycles);
     }
 }
 

@@ -333,6 +333,37 @@ fn the_ledgers_keep_the_balances_icp_cli_moves() {
         "Minted 3_499_900_000_000 cycles to your account, new balance: 998_499_600_000_000 cycles."
     );
     assert_eq!(balance("token", "alice"), "Balance: 97.49980000 ICP", "less 1 ICP and the fee");
+
+    // Deleting a canister recovers its cycles: icp-cli installs a shim
+    // that calls the cycles ledger's `deposit` with them attached (all but
+    // 50B), which credits them less the fee.
+    let deleted = project.icp(&["canister", "delete", "callee", "-e", "sim"]);
+    let stderr = String::from_utf8_lossy(&deleted.stderr);
+    assert!(deleted.status.success(), "{}", first_lines(&stderr));
+    let recovered: u128 = stderr
+        .split("Recovered ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no recovery in: {stderr}"));
+    assert!(recovered > 1_000_000_000_000, "most of the callee's 1.5T: {recovered}");
+    let expected = 998_499_600_000_000 + recovered - 100_000_000;
+    assert_eq!(balance("cycles", "alice"), format!("Balance: {} cycles", underscored(expected)));
+    let status = project.icp(&["canister", "status", "callee", "-e", "sim"]);
+    assert!(!status.status.success(), "the callee is gone");
+}
+
+/// `n` as icp-cli prints cycles: thousands separated by underscores.
+fn underscored(n: u128) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push('_');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 #[test]

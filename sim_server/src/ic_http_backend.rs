@@ -104,7 +104,7 @@ impl Backend for Instance {
     }
 
     fn tick(&mut self) {
-        self.ic.engine.tick();
+        self.ic.execute_round();
         self.ic.stage_changes();
     }
 

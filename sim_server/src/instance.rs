@@ -191,7 +191,7 @@ impl Instance {
                 return Ok(result);
             }
             if round < AWAIT_ROUNDS {
-                self.ic.engine.tick();
+                self.ic.execute_round();
             }
         }
         Err(ApiError::bad_request(format!(

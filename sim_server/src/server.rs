@@ -254,7 +254,7 @@ async fn set_time(State(server): App, Path(id): Path<String>, Body(time): Body<R
 
 /// Blockmakers only matter to PocketIC's subnet metrics, which the simulator has not.
 async fn tick(State(server): App, Path(id): Path<String>, Body(_): Body<RawTickConfigs>) -> Answer<()> {
-    server.instances.with(instance_id(&id)?, |i| i.ic.engine.tick()).await?;
+    server.instances.with(instance_id(&id)?, |i| i.ic.execute_round()).await?;
     Ok(Json(()))
 }
 

@@ -53,6 +53,19 @@ pub(super) struct CreateCanisterSuccess {
     pub canister_id: Principal,
 }
 
+/// `deposit`'s argument: a canister sends cycles with it.
+#[derive(CandidType, Deserialize)]
+struct DepositArgs {
+    to: icrc1::Account,
+    memo: Option<Vec<u8>>,
+}
+
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+pub(super) struct DepositResult {
+    pub balance: Nat,
+    pub block_index: Nat,
+}
+
 #[derive(CandidType, Deserialize)]
 struct WithdrawArgs {
     amount: Nat,
@@ -129,6 +142,28 @@ impl CyclesLedger {
     pub fn query(&self, method: &str, arg: &[u8]) -> Result<Vec<u8>, Reject> {
         icrc1::query(&self.book, &TOKEN, key, None, method, arg)
             .unwrap_or_else(|| Err(Reject::no_method(CYCLES_LEDGER, "query", method)))
+    }
+
+    /// `deposit` from a canister that attached `cycles`: all of them are
+    /// accepted and credited to `to`, less the fee; the reply, and the
+    /// cycles accepted. Like the cycles ledger, it traps (accepting none)
+    /// on cycles that do not pay the fee or a memo over 32 bytes.
+    pub fn deposit_call(&mut self, arg: &[u8], cycles: u128) -> (Result<Vec<u8>, Reject>, u128) {
+        let trap = |why: String| (Err(Reject::trapped(CYCLES_LEDGER, &format!("deposit: {why}"))), 0);
+        let args: DepositArgs = match argument(CYCLES_LEDGER, "deposit", arg) {
+            Ok(args) => args,
+            Err(reject) => return (Err(reject), 0),
+        };
+        if args.memo.as_ref().is_some_and(|memo| memo.len() > ledger::MAX_MEMO_BYTES) {
+            return trap(format!("the memo is longer than {} bytes", ledger::MAX_MEMO_BYTES));
+        }
+        let Some(to) = args.to.to_ledger() else { return trap("the subaccount is not 32 bytes long".into()) };
+        match self.deposit(to, cycles) {
+            Ok((block, balance)) => {
+                (reply(DepositResult { balance: balance.into(), block_index: block.into() }), cycles)
+            }
+            Err(why) => trap(why),
+        }
     }
 
     /// Credits `amount` less the fee to `to`, as the cycles ledger's

@@ -24,6 +24,8 @@ pub const ICP_LEDGER: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 2
 pub const CYCLES_LEDGER: Principal = Principal::from_slice(&[0, 0, 0, 0, 2, 16, 0, 2, 1, 1]);
 /// The cycles minting canister's id on the IC (`rkp4c-7iaaa-aaaaa-aaaca-cai`).
 pub const CYCLES_MINTING_CANISTER: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 4, 1, 1]);
+/// The system canisters, by id.
+pub const CANISTERS: [Principal; 3] = [ICP_LEDGER, CYCLES_LEDGER, CYCLES_MINTING_CANISTER];
 /// The NNS governance canister (`rrkah-fqaaa-aaaaa-aaaaq-cai`): the ICP
 /// ledger's minting account is its default account.
 pub const GOVERNANCE: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 1, 1]);
@@ -49,10 +51,14 @@ impl Reject {
     }
 
     fn bad_argument(canister: Principal, method: &str, why: impl std::fmt::Display) -> Self {
+        Self::trapped(canister, &format!("failed to decode the argument of {method}: {why}"))
+    }
+
+    fn trapped(canister: Principal, why: &str) -> Self {
         Self {
             code: RejectCode::CanisterError,
             error_code: ErrorCode::CanisterCalledTrap,
-            message: format!("Canister {canister} trapped: failed to decode the argument of {method}: {why}"),
+            message: format!("Canister {canister} trapped: {why}"),
         }
     }
 }
@@ -102,7 +108,7 @@ impl SystemCanisters {
 
     /// Whether `canister` is one of them.
     pub fn is_system_canister(canister: Principal) -> bool {
-        [ICP_LEDGER, CYCLES_LEDGER, CYCLES_MINTING_CANISTER].contains(&canister)
+        CANISTERS.contains(&canister)
     }
 
     /// An update call from `caller`; `None` if `canister` is none of them.
@@ -124,6 +130,24 @@ impl SystemCanisters {
             }
             _ => return None,
         })
+    }
+
+    /// A call from the canister `caller` with `cycles` attached: the answer
+    /// and the cycles accepted; `None` if `canister` is none of them. Only
+    /// the cycles ledger's `deposit` accepts cycles.
+    pub fn call_from_canister(
+        &mut self,
+        host: &mut dyn Host,
+        canister: Principal,
+        caller: Principal,
+        method: &str,
+        arg: &[u8],
+        cycles: u128,
+    ) -> Option<(Result<Vec<u8>, Reject>, u128)> {
+        if (canister, method) == (CYCLES_LEDGER, "deposit") {
+            return Some(self.cycles.deposit_call(arg, cycles));
+        }
+        Some((self.update(host, canister, caller, method, arg)?, 0))
     }
 
     /// A query from `caller`; `None` if `canister` is none of them.

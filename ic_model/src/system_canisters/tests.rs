@@ -1,4 +1,4 @@
-use super::cycles_ledger::{CreateCanisterError, CreateCanisterSuccess, WithdrawError};
+use super::cycles_ledger::{self, CreateCanisterError, CreateCanisterSuccess, WithdrawError};
 use super::icrc1::{Account, TransferArg, TransferError};
 use super::*;
 use candid::{Decode, Encode, Nat};
@@ -313,6 +313,36 @@ fn withdraw_tops_up_a_canister_or_refunds() {
         balance(&system, CYCLES_LEDGER, Principal::anonymous()),
         before - 5_000_000_000 - 2 * CYCLES_LEDGER_FEE
     );
+}
+
+#[test]
+fn a_canisters_deposit_accepts_its_cycles_and_credits_them_less_the_fee() {
+    let (mut system, mut host) = (SystemCanisters::new(), FakeHost::default());
+    let (canister, owner) = (Principal::from_slice(&[7, 1, 1]), user(1));
+    let mut deposit = |memo: Option<Vec<u8>>, cycles: u128| {
+        #[derive(candid::CandidType)]
+        struct DepositArgs {
+            to: Account,
+            memo: Option<Vec<u8>>,
+        }
+        let arg = Encode!(&DepositArgs { to: account(owner), memo }).unwrap();
+        system.call_from_canister(&mut host, CYCLES_LEDGER, canister, "deposit", &arg, cycles).unwrap()
+    };
+    let (reply, accepted) = deposit(None, 5_000_000_000);
+    let reply = Decode!(&reply.unwrap(), cycles_ledger::DepositResult).unwrap();
+    assert_eq!((reply.balance, accepted), (Nat::from(4_900_000_000u64), 5_000_000_000));
+
+    // What does not pay the fee, and a memo over 32 bytes, trap: nothing is
+    // accepted, so the caller gets its cycles back.
+    for (memo, cycles) in [(None, CYCLES_LEDGER_FEE), (Some(vec![0; 33]), 5_000_000_000)] {
+        let (refused, accepted) = deposit(memo, cycles);
+        assert_eq!((refused.unwrap_err().error_code, accepted), (ErrorCode::CanisterCalledTrap, 0));
+    }
+    assert_eq!(balance(&system, CYCLES_LEDGER, owner), 4_900_000_000);
+    // Other calls from canisters accept no cycles.
+    let arg = Encode!(&account(owner)).unwrap();
+    let answer = system.call_from_canister(&mut host, CYCLES_LEDGER, canister, "icrc1_balance_of", &arg, 9);
+    assert_eq!(answer.map(|(result, accepted)| (result.is_ok(), accepted)), Some((true, 0)));
 }
 
 #[test]
