@@ -333,6 +333,14 @@ fn the_ledgers_keep_the_balances_icp_cli_moves() {
         "Minted 3_499_900_000_000 cycles to your account, new balance: 998_499_600_000_000 cycles."
     );
     assert_eq!(balance("token", "alice"), "Balance: 97.49980000 ICP", "less 1 ICP and the fee");
+    // A canister paid in ICP: the cycles minting canister creates it with
+    // what 1 ICP buys, less the creation fee.
+    let created = project.ok(&["canister", "create", "--detached", "--with-icp", "1", "-e", "sim"]);
+    let id = created.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(created.starts_with("Created canister with ID "), "{created}");
+    assert_eq!(balance("token", "alice"), "Balance: 96.49970000 ICP", "less 1 ICP and the fee");
+    let status = project.ok(&["canister", "status", &id, "-e", "sim"]);
+    assert!(status.contains("3_000_000_000_000"), "3.5T less the 500B creation fee: {status}");
 
     // Deleting a canister recovers its cycles: icp-cli installs a shim
     // that calls the cycles ledger's `deposit` with them attached (all but

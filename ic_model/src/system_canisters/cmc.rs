@@ -1,13 +1,15 @@
 //! The cycles minting canister's stand-in: where icp-cli puts a canister,
-//! the ICP/XDR rate, and cycles minted from ICP sent to it
-//! (`notify_mint_cycles`, which `icp cycles mint` calls).
+//! the ICP/XDR rate, cycles minted from ICP sent to it
+//! (`notify_mint_cycles`, which `icp cycles mint` calls), and canisters
+//! paid for in ICP (`notify_create_canister`, which `icp canister create
+//! --with-icp` calls).
 
 use candid::{CandidType, Nat, Principal};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::cycles_ledger::CyclesLedger;
-use super::icp_ledger::IcpLedger;
+use super::icp_ledger::{Deposit, IcpLedger};
 use super::{CYCLES_MINTING_CANISTER, Host, Reject, argument, reply};
 use crate::ledger::{self, account_identifier};
 
@@ -28,6 +30,20 @@ struct NotifyMintArgs {
     to_subaccount: Option<Vec<u8>>,
 }
 
+#[derive(CandidType, Deserialize)]
+struct NotifyCreateCanisterArgs {
+    block_index: u64,
+    controller: Principal,
+    subnet_selection: Option<SubnetSelection>,
+    settings: Option<ic_management_canister_types::CanisterSettings>,
+}
+
+#[derive(CandidType, Deserialize)]
+enum SubnetSelection {
+    Filter { subnet_type: Option<String> },
+    Subnet { subnet: Principal },
+}
+
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq, Serialize)]
 pub(super) struct NotifyMintOk {
     balance: Nat,
@@ -44,10 +60,18 @@ pub(super) enum NotifyError {
     TransactionTooOld(u64),
 }
 
-/// The notifications answered, by ICP block: one sent again gets the same answer.
+/// What a notification did: one sent again gets the same answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+enum Notified {
+    Minted(NotifyMintOk),
+    Created(Principal),
+    Refunded { reason: String, block_index: Option<u64> },
+}
+
+/// The notifications answered, by ICP block.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Cmc {
-    notified: BTreeMap<u64, NotifyMintOk>,
+    notified: BTreeMap<u64, Notified>,
 }
 
 /// As many as the ICP ledger keeps transfers to notify of.
@@ -67,7 +91,7 @@ impl Cmc {
     /// An update call from `caller`.
     pub fn update(
         &mut self,
-        host: &dyn Host,
+        host: &mut dyn Host,
         ledgers: (&mut IcpLedger, &mut CyclesLedger),
         caller: Principal,
         method: &str,
@@ -78,6 +102,10 @@ impl Cmc {
             "notify_mint_cycles" => {
                 let args: NotifyMintArgs = argument(CYCLES_MINTING_CANISTER, method, arg)?;
                 reply(self.notify_mint_cycles(ledgers, caller, args, now))
+            }
+            "notify_create_canister" => {
+                let args: NotifyCreateCanisterArgs = argument(CYCLES_MINTING_CANISTER, method, arg)?;
+                reply(self.notify_create_canister(host, ledgers.0, caller, args, now))
             }
             _ => answer(host, "update", method),
         }
@@ -90,22 +118,12 @@ impl Cmc {
         args: NotifyMintArgs,
         now: u64,
     ) -> Result<NotifyMintOk, NotifyError> {
-        if let Some(done) = self.notified.get(&args.block_index) {
-            return Ok(done.clone());
+        match self.notified.get(&args.block_index) {
+            Some(Notified::Minted(done)) => return Ok(done.clone()),
+            Some(other) => return Err(already_used(args.block_index, other)),
+            None => {}
         }
-        let Some(deposit) = icp.deposit(args.block_index) else {
-            return Err(NotifyError::InvalidTransaction(format!(
-                "block {} is not an ICP transfer with the MINT memo, or is too old",
-                args.block_index
-            )));
-        };
-        let from = ledger::Account { owner: CYCLES_MINTING_CANISTER, subaccount: subaccount_of(caller) };
-        if deposit.to != account_identifier(&from) || deposit.memo != MEMO_MINT_CYCLES {
-            return Err(NotifyError::InvalidTransaction(format!(
-                "block {} is not a transfer with the MINT memo to the cycles minting canister's subaccount of {caller}",
-                args.block_index
-            )));
-        }
+        let deposit = deposit_of(icp, args.block_index, caller, MEMO_MINT_CYCLES, "MINT")?;
         let to = ledger::Account::new(caller, args.to_subaccount.as_deref())
             .ok_or_else(|| NotifyError::InvalidTransaction("to_subaccount is not 32 bytes long".into()))?;
         let minted = deposit.e8s.saturating_mul(u128::from(XDR_PERMYRIAD_PER_ICP));
@@ -115,12 +133,96 @@ impl Cmc {
         icp.burn(deposit.to, deposit.e8s, now)
             .map_err(|e| NotifyError::Other { error_code: 0, error_message: format!("{e:?}") })?;
         let done = NotifyMintOk { balance: balance.into(), block_index: block.into(), minted: minted.into() };
-        self.notified.insert(args.block_index, done.clone());
+        self.remember(args.block_index, Notified::Minted(done.clone()));
+        Ok(done)
+    }
+
+    /// A canister for `controller`, holding the cycles the ICP sent with the
+    /// `CREA` memo buys (less the creation fee), on the subnet asked for or
+    /// the first; the ICP is burnt. If it cannot be created, the ICP goes
+    /// back to the caller less the ICP ledger's fee.
+    fn notify_create_canister(
+        &mut self,
+        host: &mut dyn Host,
+        icp: &mut IcpLedger,
+        caller: Principal,
+        args: NotifyCreateCanisterArgs,
+        now: u64,
+    ) -> Result<Principal, NotifyError> {
+        match self.notified.get(&args.block_index) {
+            Some(Notified::Created(canister)) => return Ok(*canister),
+            Some(other) => return Err(already_used(args.block_index, other)),
+            None => {}
+        }
+        let deposit = deposit_of(icp, args.block_index, caller, MEMO_CREATE_CANISTER, "CREA")?;
+        let subnets = host.subnets();
+        let subnet = match args.subnet_selection {
+            Some(SubnetSelection::Subnet { subnet }) => subnet,
+            Some(SubnetSelection::Filter { .. }) | None => subnets[0],
+        };
+        let mut settings = args.settings.unwrap_or_default();
+        settings.controllers.get_or_insert_with(|| vec![args.controller]);
+        let cycles = deposit.e8s.saturating_mul(u128::from(XDR_PERMYRIAD_PER_ICP));
+        let created = if subnets.contains(&subnet) {
+            host.create_canister(subnet, settings, cycles)
+        } else {
+            Err(format!("subnet {subnet} is not part of this network"))
+        };
+        let canister = match created {
+            Ok(canister) => canister,
+            Err(reason) => {
+                let block_index = icp.refund(deposit, ledger::Account::of(caller), now).ok();
+                let refunded = Notified::Refunded { reason: reason.clone(), block_index };
+                self.remember(args.block_index, refunded);
+                return Err(NotifyError::Refunded { reason, block_index });
+            }
+        };
+        icp.burn(deposit.to, deposit.e8s, now)
+            .map_err(|e| NotifyError::Other { error_code: 0, error_message: format!("{e:?}") })?;
+        self.remember(args.block_index, Notified::Created(canister));
+        Ok(canister)
+    }
+
+    fn remember(&mut self, block: u64, notified: Notified) {
+        self.notified.insert(block, notified);
         if self.notified.len() > KEPT_NOTIFICATIONS {
             self.notified.pop_first();
         }
-        Ok(done)
     }
+}
+
+/// The answer to a block notified of before for another purpose, or refunded.
+fn already_used(block: u64, notified: &Notified) -> NotifyError {
+    match notified {
+        Notified::Refunded { reason, block_index } => {
+            NotifyError::Refunded { reason: reason.clone(), block_index: *block_index }
+        }
+        _ => NotifyError::InvalidTransaction(format!(
+            "block {block} was already notified of for another purpose"
+        )),
+    }
+}
+
+/// The ICP transfer at `block`, if it went to the cycles minting
+/// canister's subaccount of `caller` with `memo`.
+fn deposit_of(
+    icp: &IcpLedger,
+    block: u64,
+    caller: Principal,
+    memo: u64,
+    memo_name: &str,
+) -> Result<Deposit, NotifyError> {
+    let invalid = || {
+        NotifyError::InvalidTransaction(format!(
+            "block {block} is not a transfer with the {memo_name} memo to the cycles minting canister's subaccount of {caller}, or is too old"
+        ))
+    };
+    let deposit = icp.deposit(block).ok_or_else(invalid)?;
+    let to = ledger::Account { owner: CYCLES_MINTING_CANISTER, subaccount: subaccount_of(caller) };
+    if deposit.to != account_identifier(&to) || deposit.memo != memo {
+        return Err(invalid());
+    }
+    Ok(deposit)
 }
 
 /// A call of `kind` (query or update: the same answer) to the cycles

@@ -165,6 +165,30 @@ impl IcpLedger {
         self.book.transfer(burn, now)
     }
 
+    /// Sends what `deposit` brought to the cycles minting canister back to
+    /// `to`, less the fee, as the cycles minting canister refunds.
+    pub fn refund(
+        &mut self,
+        deposit: Deposit,
+        to: ledger::Account,
+        now: u64,
+    ) -> Result<u64, ledger::TransferError> {
+        let fee = self.book.fee();
+        let amount = deposit
+            .e8s
+            .checked_sub(fee)
+            .ok_or(ledger::TransferError::InsufficientFunds { balance: deposit.e8s })?;
+        let refund = ledger::Transfer {
+            from: deposit.to,
+            to: key(&to),
+            amount,
+            fee: Some(fee),
+            memo: None,
+            created_at_time: None,
+        };
+        self.book.transfer(refund, now)
+    }
+
     /// The legacy `transfer`; `Err` where the ICP ledger traps.
     fn transfer(
         &mut self,

@@ -126,7 +126,7 @@ impl SystemCanisters {
             CYCLES_LEDGER => self.cycles.update(host, caller, method, arg, now),
             CYCLES_MINTING_CANISTER => {
                 let ledgers = (&mut self.icp, &mut self.cycles);
-                self.cmc.update(&*host, ledgers, caller, method, arg, now)
+                self.cmc.update(host, ledgers, caller, method, arg, now)
             }
             _ => return None,
         })

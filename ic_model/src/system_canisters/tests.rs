@@ -413,6 +413,71 @@ fn create_canister_puts_it_on_the_subnet_asked_for() {
     assert_eq!(host.subnets_used, vec![subnet(2)]);
 }
 
+/// `e8s` from `sender` (the anonymous principal, who has ICP, or someone
+/// else, who has none) to the cycles minting canister's subaccount of
+/// `sender` with `memo`; the block.
+fn send_to_cmc(system: &mut SystemCanisters, sender: Principal, memo: u64, e8s: u64) -> u64 {
+    let bytes = sender.as_slice();
+    let mut subaccount = [0; 32];
+    subaccount[0] = bytes.len() as u8;
+    subaccount[1..=bytes.len()].copy_from_slice(bytes);
+    let cmc_account = crate::ledger::Account { owner: CYCLES_MINTING_CANISTER, subaccount };
+    let args = LegacyTransferArgs {
+        memo,
+        amount: Tokens { e8s },
+        fee: Tokens { e8s: 10_000 },
+        from_subaccount: None,
+        to: crate::ledger::account_identifier(&cmc_account).to_vec(),
+        created_at_time: None,
+    };
+    let answer =
+        system.update(&mut FakeHost::default(), ICP_LEDGER, sender, "transfer", &Encode!(&args).unwrap());
+    Decode!(&answer.unwrap().unwrap(), Result<u64, LegacyTransferError>).unwrap().unwrap()
+}
+
+#[test]
+fn icp_sent_to_the_cmc_with_the_create_memo_pays_for_one_canister_or_comes_back() {
+    #[derive(CandidType)]
+    struct NotifyCreateArgs {
+        block_index: u64,
+        controller: Principal,
+        subnet_selection: Option<()>,
+        settings: Option<()>,
+    }
+    let mut system = SystemCanisters::new();
+    let anonymous = Principal::anonymous();
+    let mut host = FakeHost::default();
+    let notify = |system: &mut SystemCanisters, host: &mut FakeHost, block_index| {
+        let args =
+            NotifyCreateArgs { block_index, controller: user(3), subnet_selection: None, settings: None };
+        let arg = Encode!(&args).unwrap();
+        let answer = system.update(host, CYCLES_MINTING_CANISTER, anonymous, "notify_create_canister", &arg);
+        Decode!(&answer.unwrap().unwrap(), Result<Principal, cmc::NotifyError>).unwrap()
+    };
+    let icp = |system: &SystemCanisters| balance(system, ICP_LEDGER, anonymous);
+    let block = send_to_cmc(&mut system, anonymous, cmc::MEMO_CREATE_CANISTER, 200_000_000);
+    let canister = notify(&mut system, &mut host, block).unwrap();
+    assert_eq!(notify(&mut system, &mut host, block), Ok(canister), "notified twice, created once");
+    let cycles = 200_000_000 * u128::from(cmc::XDR_PERMYRIAD_PER_ICP);
+    assert_eq!(host.created, [(canister, vec![user(3)], cycles)], "controlled by the controller named");
+    assert_eq!(host.subnets_used, [subnet(1)], "the first subnet");
+
+    // A creation that fails sends the ICP back, less the ledger's fee, once.
+    let before = icp(&system);
+    let block = send_to_cmc(&mut system, anonymous, cmc::MEMO_CREATE_CANISTER, 200_000_000);
+    host.refuse = true;
+    let refused = notify(&mut system, &mut host, block);
+    let Err(cmc::NotifyError::Refunded { reason, block_index: Some(_) }) = &refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(reason, "the subnet is full");
+    assert_eq!(icp(&system), before - 2 * ICP_LEDGER_FEE_E8S, "both transfers' fees paid");
+    assert_eq!(notify(&mut system, &mut host, block), refused, "refunded once");
+    // A block sent with the MINT memo buys no canister.
+    let mint = send_to_cmc(&mut system, anonymous, cmc::MEMO_MINT_CYCLES, 200_000_000);
+    assert!(matches!(notify(&mut system, &mut host, mint), Err(cmc::NotifyError::InvalidTransaction(_))));
+}
+
 #[test]
 fn icp_sent_to_the_cmc_with_the_mint_memo_becomes_cycles_once() {
     #[derive(CandidType)]
@@ -423,30 +488,7 @@ fn icp_sent_to_the_cmc_with_the_mint_memo_becomes_cycles_once() {
     }
     let mut system = SystemCanisters::new();
     let anonymous = Principal::anonymous();
-    let bytes = anonymous.as_slice();
-    let mut subaccount = [0; 32];
-    subaccount[0] = bytes.len() as u8;
-    subaccount[1..=bytes.len()].copy_from_slice(bytes);
-    let cmc_account = crate::ledger::Account { owner: CYCLES_MINTING_CANISTER, subaccount };
-    let to = crate::ledger::account_identifier(&cmc_account).to_vec();
-    let send = |system: &mut SystemCanisters, memo: u64| {
-        let args = LegacyTransferArgs {
-            memo,
-            amount: Tokens { e8s: 100_000_000 },
-            fee: Tokens { e8s: 10_000 },
-            from_subaccount: None,
-            to: to.clone(),
-            created_at_time: None,
-        };
-        let answer = system.update(
-            &mut FakeHost::default(),
-            ICP_LEDGER,
-            anonymous,
-            "transfer",
-            &Encode!(&args).unwrap(),
-        );
-        Decode!(&answer.unwrap().unwrap(), Result<u64, LegacyTransferError>).unwrap().unwrap()
-    };
+    let send = |system: &mut SystemCanisters, memo: u64| send_to_cmc(system, anonymous, memo, 100_000_000);
     let notify = |system: &mut SystemCanisters, caller, block_index| {
         let args = NotifyMintArgs { block_index, deposit_memo: None, to_subaccount: None };
         let answer = system.update(
