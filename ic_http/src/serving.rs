@@ -345,7 +345,9 @@ pub fn serve_forever(
     };
     let runtime = tokio::runtime::Runtime::new()?;
     let started = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
         let address = listener.local_addr()?;
         announce(address)?;
         if let Some(mut file) = port_file {

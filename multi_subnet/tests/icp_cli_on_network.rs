@@ -506,6 +506,20 @@ fn icp_network_start_runs_the_simulators_launcher() {
 }
 
 #[test]
+fn icp_network_start_shows_why_the_launcher_refused() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let yaml = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
+    let local = "  - name: local\n    mode: managed\n";
+    let project =
+        Project::with_yaml(&yaml.replace(local, &format!("{local}    gateway:\n      port: {port}\n")));
+    let started = project.icp(&["network", "start", "-d"]);
+    let stderr = String::from_utf8_lossy(&started.stderr);
+    assert!(!started.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("{port}")) && stderr.contains("in use"), "{}", first_lines(&stderr));
+}
+
+#[test]
 fn the_launcher_refuses_what_the_simulator_is_not_in_one_line() {
     let status = tempfile::tempdir().unwrap();
     let launch = |args: &[&str]| {
