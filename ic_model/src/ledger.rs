@@ -154,7 +154,9 @@ impl From<TransferError> for TransferFromError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Unfit<V> {
     TooOld,
-    CreatedInFuture { ledger_time: u64 },
+    CreatedInFuture {
+        ledger_time: u64,
+    },
     /// The same operation ran within the window: what it answered.
     Duplicate(V),
     /// The window holds [`MAX_TRANSFERS_IN_WINDOW`] operations already.
@@ -349,7 +351,10 @@ impl<K: Ord + Clone> Ledger<K> {
         }
         self.prune_expired(now);
         let pair = (approve.from.clone(), approve.spender.clone());
-        if approve.amount > 0 && !self.allowances.contains_key(&pair) && self.allowances.len() >= MAX_ALLOWANCES {
+        if approve.amount > 0
+            && !self.allowances.contains_key(&pair)
+            && self.allowances.len() >= MAX_ALLOWANCES
+        {
             return Err(generic(&format!(
                 "the ledger holds {MAX_ALLOWANCES} allowances, its most: lower or remove one first"
             ))
@@ -668,8 +673,15 @@ mod tests {
     fn an_approval_charges_the_owner_and_a_spender_spends_it_with_the_fee() {
         let mut ledger = funded();
         assert_eq!(ledger.approve(approval(user(1), user(2), 300_000), NOW), Ok(1));
-        assert_eq!((ledger.balance(&user(1)), ledger.total_supply()), (990_000, 990_000), "the fee is burned");
-        assert_eq!(ledger.allowance(&user(1), &user(2), NOW), Allowance { amount: 300_000, expires_at: None });
+        assert_eq!(
+            (ledger.balance(&user(1)), ledger.total_supply()),
+            (990_000, 990_000),
+            "the fee is burned"
+        );
+        assert_eq!(
+            ledger.allowance(&user(1), &user(2), NOW),
+            Allowance { amount: 300_000, expires_at: None }
+        );
         assert_eq!(ledger.allowance(&user(2), &user(1), NOW).amount, 0, "one way");
         assert_eq!(ledger.transfer_from(user(2), transfer(user(1), user(3), 100_000), NOW), Ok(2));
         assert_eq!((ledger.balance(&user(1)), ledger.balance(&user(3))), (880_000, 100_000));
@@ -700,7 +712,10 @@ mod tests {
         ledger.approve(approval(user(1), user(2), 500), NOW).unwrap();
         let before = ledger.clone();
         let changed = Approve { expected_allowance: Some(400), ..approval(user(1), user(2), 10) };
-        assert_eq!(ledger.approve(changed, NOW), Err(ApproveError::AllowanceChanged { current_allowance: 500 }));
+        assert_eq!(
+            ledger.approve(changed, NOW),
+            Err(ApproveError::AllowanceChanged { current_allowance: 500 })
+        );
         let lapsed = Approve { expires_at: Some(NOW), ..approval(user(1), user(2), 10) };
         assert_eq!(ledger.approve(lapsed, NOW), Err(ApproveError::Expired { ledger_time: NOW }));
         assert_eq!(
@@ -715,7 +730,10 @@ mod tests {
         );
         for (from, spender) in [(minter(), user(2)), (user(1), user(1))] {
             let refused = ledger.approve(approval(from, spender, 10), NOW);
-            assert!(matches!(refused, Err(ApproveError::Refused(TransferError::GenericError { .. }))), "{refused:?}");
+            assert!(
+                matches!(refused, Err(ApproveError::Refused(TransferError::GenericError { .. }))),
+                "{refused:?}"
+            );
         }
         assert_eq!(
             ledger.transfer_from(user(2), transfer(minter(), user(2), 0), NOW),
