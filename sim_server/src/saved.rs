@@ -11,8 +11,9 @@ use std::sync::Arc;
 use crate::instance::{CanisterInfo, Instance, Message, subnet_ranges};
 
 /// Bumped whenever [`SavedInstance`] or what it holds changes (the
-/// simulator's part has a number of its own).
-const FORMAT: u32 = 4;
+/// simulator's part has a number of its own). 5: the ledgers' allowances
+/// and the cycles ledger's deduplicated calls.
+const FORMAT: u32 = 5;
 
 /// The format of what [`save`] writes: a state saved under another is
 /// refused.
@@ -95,7 +96,38 @@ mod tests {
     use super::*;
     use crate::errors;
     use crate::instance::Metadata;
+    use candid::{CandidType, Nat};
     use sha2::Digest;
+
+    #[derive(CandidType, Clone)]
+    struct Account {
+        owner: Principal,
+        subaccount: Option<Vec<u8>>,
+    }
+
+    #[derive(CandidType)]
+    struct ApproveArgs {
+        from_subaccount: Option<Vec<u8>>,
+        spender: Account,
+        amount: Nat,
+        expected_allowance: Option<Nat>,
+        expires_at: Option<u64>,
+        fee: Option<Nat>,
+        memo: Option<Vec<u8>>,
+        created_at_time: Option<u64>,
+    }
+
+    #[derive(CandidType, serde::Deserialize)]
+    struct Allowance {
+        allowance: Nat,
+        expires_at: Option<u64>,
+    }
+
+    #[derive(CandidType)]
+    struct AllowanceArgs {
+        account: Account,
+        spender: Account,
+    }
 
     /// An instance with something of every type it saves beside the
     /// simulator's, saved and restored.
@@ -115,14 +147,48 @@ mod tests {
         instance.canisters.insert(id, info);
         instance.answered(Principal::anonymous(), Ok(vec![4, 5]));
         instance.answered(Principal::anonymous(), Err(errors::canister_not_found(id)));
+        // An allowance on the ICP ledger, from an approval it deduplicates.
+        let ledger = ic_model::system_canisters::ICP_LEDGER;
+        let spender = Account { owner: id, subaccount: None };
+        let approve = ApproveArgs {
+            from_subaccount: None,
+            spender: spender.clone(),
+            amount: Nat::from(7u8),
+            expected_allowance: None,
+            expires_at: None,
+            fee: None,
+            memo: None,
+            created_at_time: Some(instance.sim.time()),
+        };
+        let arg = candid::encode_one(approve).unwrap();
+        let approved = crate::system_canisters::update(
+            &mut instance,
+            ledger,
+            Principal::anonymous(),
+            "icrc2_approve",
+            &arg,
+        );
+        assert!(approved.unwrap().is_ok());
         let bytes = save(&instance).unwrap()().unwrap();
         let restored = restore(&bytes).unwrap();
         assert_eq!(save(&restored).unwrap()().unwrap(), bytes, "restored as saved");
+        let asked = candid::encode_one(AllowanceArgs {
+            account: Account { owner: Principal::anonymous(), subaccount: None },
+            spender,
+        })
+        .unwrap();
+        let allowance = crate::system_canisters::query(&restored, ledger, "icrc2_allowance", &asked);
+        let allowance: Allowance = candid::decode_one(&allowance.unwrap().unwrap()).unwrap();
+        assert_eq!(
+            (allowance.allowance, allowance.expires_at),
+            (Nat::from(7u8), None),
+            "the allowance survives"
+        );
         assert_eq!(restored.certified.root_key_der(), instance.certified.root_key_der());
         let pinned = (FORMAT, hex::encode(sha2::Sha256::digest(&bytes)));
         assert_eq!(
             pinned,
-            (4, "04fe4aa4033588a46a9eec985e7236ae091b0abba611c9669d6e3045353d95ed".to_string()),
+            (5, "fcd63de0edf260fa0b2c25b0e3d94cb351bb0836af494268e810b648ccb7b371".to_string()),
             "a saved type changed: bump FORMAT, then this hash"
         );
     }
