@@ -5,7 +5,7 @@
 //! certificates from it: the IC's HTTP interface and PocketIC's REST API.
 //! And the system canisters a network's tools call ([`system_canisters`]):
 //! the ICP ledger, the cycles ledger and the cycles minting canister, with
-//! balances kept as the IC's ledgers keep them.
+//! balances and allowances kept as the IC's ledgers keep them.
 
 mod certified_state;
 mod keys;
