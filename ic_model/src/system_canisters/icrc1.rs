@@ -144,7 +144,8 @@ pub struct TransferFromArgs {
     pub created_at_time: Option<u64>,
 }
 
-/// ICRC-2's `TransferFromError`.
+/// ICRC-2's `TransferFromError`: ICRC-1's errors and `InsufficientAllowance`,
+/// a candid type of its own, as the standard declares it.
 #[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
 pub enum TransferFromError {
     BadFee { expected_fee: Nat },

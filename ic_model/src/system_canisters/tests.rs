@@ -461,6 +461,19 @@ use super::icrc1::{
     Allowance, AllowanceArgs, ApproveArgs, ApproveError, TransferFromArgs, TransferFromError,
 };
 
+/// `caller`'s update call to `method` of `ledger` with `arg`: its decoded
+/// reply, or the reject.
+fn call<R: for<'de> serde::Deserialize<'de> + CandidType>(
+    system: &mut SystemCanisters,
+    ledger: Principal,
+    caller: Principal,
+    method: &str,
+    arg: impl CandidType,
+) -> Result<R, Reject> {
+    let answer = system.update(&mut FakeHost::default(), ledger, caller, method, &Encode!(&arg).unwrap());
+    Ok(Decode!(&answer.unwrap()?, R).unwrap())
+}
+
 fn approve(
     system: &mut SystemCanisters,
     ledger: Principal,
@@ -478,9 +491,7 @@ fn approve(
         memo: None,
         created_at_time: None,
     };
-    let answer =
-        system.update(&mut FakeHost::default(), ledger, from, "icrc2_approve", &Encode!(&args).unwrap());
-    Ok(Decode!(&answer.unwrap()?, Result<Nat, ApproveError>).unwrap())
+    call(system, ledger, from, "icrc2_approve", args)
 }
 
 fn allowance(system: &SystemCanisters, ledger: Principal, from: Principal, spender: Principal) -> Allowance {
@@ -505,14 +516,7 @@ fn transfer_from(
         memo: None,
         created_at_time: None,
     };
-    let answer = system.update(
-        &mut FakeHost::default(),
-        ledger,
-        spender,
-        "icrc2_transfer_from",
-        &Encode!(&args).unwrap(),
-    );
-    Decode!(&answer.unwrap().unwrap(), Result<Nat, TransferFromError>).unwrap()
+    call(system, ledger, spender, "icrc2_transfer_from", args).unwrap()
 }
 
 #[test]
