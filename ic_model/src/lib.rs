@@ -5,7 +5,7 @@
 //! certificates from it: the IC's HTTP interface and PocketIC's REST API.
 //! And the system canisters a network's tools call ([`system_canisters`]):
 //! the ICP ledger, the cycles ledger and the cycles minting canister, with
-//! balances kept as the IC's ledgers keep them. And the management
+//! balances and allowances kept as the IC's ledgers keep them. And the management
 //! canister ([`management`]), over an [`Engine`] that executes the
 //! canisters: [`Ic`] puts them together. With the `sim` feature, the
 //! simulator is that engine ([`sim_engine`]).

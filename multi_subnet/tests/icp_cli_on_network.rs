@@ -375,6 +375,41 @@ fn underscored(n: u128) -> String {
 }
 
 #[test]
+fn icp_token_approve_sets_an_allowance_the_owner_pays_the_fee_for() {
+    let network = Network::start(1);
+    let project = Project::new(&network, "");
+    let (alice, bob) = (project.principal("alice"), project.principal("bob"));
+    project.ok(&["token", "transfer", "100", &alice, "-e", "sim", "--identity", "anonymous"]);
+    let token = |args: &[&str]| project.ok(&[&["token"], args, &["-e", "sim"]].concat()).trim().to_string();
+    let approved = token(&["approve", "5", &bob]);
+    assert!(
+        approved.starts_with(&format!("Approved {bob} to spend up to 5.00000000 ICP (block ")),
+        "{approved}"
+    );
+    assert_eq!(token(&["allowance", &bob]), "Allowance: 5.00000000 ICP");
+    assert_eq!(token(&["balance"]), "Balance: 99.99990000 ICP", "alice paid the 0.0001 ICP fee");
+    // Anyone may look, and an approval sets the allowance rather than adds to it.
+    let of_alice = ["allowance", &bob, "--of-principal", &alice, "--identity", "bob"];
+    assert_eq!(token(&of_alice), "Allowance: 5.00000000 ICP");
+    let lapsing = token(&["approve", "2", &bob, "--expires-in", "1h"]);
+    assert!(lapsing.contains("Expires at: "), "{lapsing}");
+    let allowance = token(&["allowance", &bob]);
+    assert!(allowance.starts_with("Allowance: 2.00000000 ICP\nExpires at: "), "{allowance}");
+    assert_eq!(token(&["balance"]), "Balance: 99.99980000 ICP");
+
+    // The cycles ledger, by its id: the same, for its 100M fee.
+    let cycles = "um5iw-rqaaa-aaaaq-qaaba-cai";
+    let approved = token(&[cycles, "approve", "1", &bob]);
+    assert!(
+        approved.starts_with(&format!("Approved {bob} to spend up to 1.000000000000 TCYCLES (block ")),
+        "{approved}"
+    );
+    assert_eq!(token(&[cycles, "allowance", &bob]), "Allowance: 1.000000000000 TCYCLES");
+    let balance = project.ok(&["cycles", "balance", "-e", "sim"]);
+    assert_eq!(balance.trim(), "Balance: 999_999_900_000_000 cycles");
+}
+
+#[test]
 fn a_network_started_again_on_its_state_dir_has_its_canisters_and_counts() {
     let state = tempfile::tempdir().unwrap();
     let dir = state.path().to_str().unwrap();

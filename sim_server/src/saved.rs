@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use crate::instance::{Instance, Message};
 
 /// Bumped whenever [`SavedInstance`] or what it holds changes (the
-/// simulator's part has a number of its own).
-const FORMAT: u32 = 6;
+/// simulator's part has a number of its own). 7: the IC model's state
+/// (the management canister's and the ledgers', allowances included).
+const FORMAT: u32 = 7;
 
 /// The format of what [`save`] writes: a state saved under another is
 /// refused.
@@ -58,7 +59,7 @@ pub fn restore(bytes: &[u8]) -> Result<Instance, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candid::{Encode, Principal};
+    use candid::{CandidType, Encode, Nat, Principal};
     use ic_management_canister_types::{
         CanisterIdRecord, CanisterInstallMode, InstallCodeArgs, ProvisionalCreateCanisterWithCyclesArgs,
         UploadChunkArgs,
@@ -80,6 +81,36 @@ mod tests {
         wasm
     }
 
+    #[derive(CandidType, Clone)]
+    struct Account {
+        owner: Principal,
+        subaccount: Option<Vec<u8>>,
+    }
+
+    #[derive(CandidType)]
+    struct ApproveArgs {
+        from_subaccount: Option<Vec<u8>>,
+        spender: Account,
+        amount: Nat,
+        expected_allowance: Option<Nat>,
+        expires_at: Option<u64>,
+        fee: Option<Nat>,
+        memo: Option<Vec<u8>>,
+        created_at_time: Option<u64>,
+    }
+
+    #[derive(CandidType, serde::Deserialize)]
+    struct Allowance {
+        allowance: Nat,
+        expires_at: Option<u64>,
+    }
+
+    #[derive(CandidType)]
+    struct AllowanceArgs {
+        account: Account,
+        spender: Account,
+    }
+
     /// An instance with something of every type it saves beside the
     /// simulator's, saved and restored.
     #[test]
@@ -87,11 +118,12 @@ mod tests {
         let sim = sim::Sim::builder().with_subnet().build();
         let mut instance = Instance::over(Ic::new(sim, Keys::from_seed(3), true));
         let me = Principal::anonymous();
-        let mut call = |method: &str, arg: Vec<u8>| {
-            let index =
-                instance.submit_as(Effective::None, Principal::management_canister(), me, method, arg);
+        let now = instance.ic.engine.time();
+        let mut call_to = |canister: Principal, method: &str, arg: Vec<u8>| {
+            let index = instance.submit_as(Effective::None, canister, me, method, arg);
             instance.outcome(index.unwrap()).unwrap()
         };
+        let mut call = |method: &str, arg: Vec<u8>| call_to(Principal::management_canister(), method, arg);
         let create = ProvisionalCreateCanisterWithCyclesArgs {
             amount: None,
             settings: None,
@@ -112,6 +144,20 @@ mod tests {
         call("install_code", Encode!(&install).unwrap()).unwrap();
         let refused = call("install_code", Encode!(&install).unwrap());
         assert!(refused.unwrap_err().message.contains("not empty"));
+        // An allowance on the ICP ledger, from an approval it deduplicates.
+        let ledger = ic_model::system_canisters::ICP_LEDGER;
+        let spender = Account { owner: canister_id, subaccount: None };
+        let approve = ApproveArgs {
+            from_subaccount: None,
+            spender: spender.clone(),
+            amount: Nat::from(7u8),
+            expected_allowance: None,
+            expires_at: None,
+            fee: None,
+            memo: None,
+            created_at_time: Some(now),
+        };
+        call_to(ledger, "icrc2_approve", Encode!(&approve).unwrap()).unwrap();
         // Staged, as a network stages after every round: a restored
         // instance stages everything, which clears what was pending.
         instance.ic.stage_changes();
@@ -121,10 +167,19 @@ mod tests {
         assert_eq!(save(&restored).unwrap()().unwrap(), bytes, "restored as saved");
         assert_eq!(restored.ic.certified().root_key_der(), instance.ic.certified().root_key_der());
         assert_eq!(restored.ic.canister(canister_id).unwrap().metadata[0].name, "candid:service");
+        let mut restored = restored;
+        let asked = AllowanceArgs { account: Account { owner: me, subaccount: None }, spender };
+        let allowance = restored.query_as(ledger, me, "icrc2_allowance", Encode!(&asked).unwrap());
+        let allowance: Allowance = candid::decode_one(&allowance.unwrap()).unwrap();
+        assert_eq!(
+            (allowance.allowance, allowance.expires_at),
+            (Nat::from(7u8), None),
+            "the allowance survives"
+        );
         let pinned = (FORMAT, hex::encode(sha2::Sha256::digest(&bytes)));
         assert_eq!(
             pinned,
-            (6, "b01f4faf5645193bc68f240c23e35561b0c9a36182d17b5daa7d3d9a0136c986".to_string()),
+            (7, "861c08a88fc035eddd7176337a85d68d89f399da918f7de22f4c2cd057f22f1b".to_string()),
             "a saved type changed: bump FORMAT, then this hash"
         );
     }

@@ -1,13 +1,15 @@
 //! The cycles ledger's stand-in: ICRC-1 balances of cycles by account,
+//! ICRC-2 allowances (the real cycles ledger supports ICRC-2 too),
 //! `create_canister` paid from the caller's balance, and `withdraw`, which
-//! tops up a canister.
+//! tops up a canister. Both of the latter are deduplicated, as the real
+//! ledger's are, when they name their creation time.
 
 use candid::{CandidType, Nat, Principal};
 use serde::{Deserialize, Serialize};
 
 use super::icrc1::{self, Token, amount};
 use super::{ANONYMOUS_CYCLES, CYCLES_LEDGER, Host, Reject, argument, as_update, reply};
-use crate::ledger::{self, Ledger};
+use crate::ledger::{self, Ledger, Unfit, Window};
 
 /// The cycles ledger's fee: 100M cycles a block.
 pub const CYCLES_LEDGER_FEE: u128 = 100_000_000;
@@ -103,6 +105,32 @@ pub(super) enum WithdrawError {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CyclesLedger {
     book: Ledger<ledger::Account>,
+    /// The `create_canister` and `withdraw` calls that named their creation
+    /// time, within the window (as bounded as the book's transfers).
+    requests: Window<Request, Executed>,
+}
+
+/// A `create_canister` or `withdraw` call as it is deduplicated: who made
+/// it, and its argument (encoded again, so that only its values count).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+struct Request {
+    caller: Principal,
+    method: Method,
+    arg: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+enum Method {
+    CreateCanister,
+    Withdraw,
+}
+
+/// What a deduplicated call did: the block that took its cycles, and the
+/// canister it created (none if the creation failed and was refunded).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Executed {
+    block: u64,
+    canister: Option<Principal>,
 }
 
 fn key(account: &ledger::Account) -> ledger::Account {
@@ -114,7 +142,7 @@ impl CyclesLedger {
     pub fn new() -> Self {
         let mut book = Ledger::new(CYCLES_LEDGER_FEE, None);
         book.mint(ledger::Account::of(Principal::anonymous()), ANONYMOUS_CYCLES);
-        Self { book }
+        Self { book, requests: Window::default() }
     }
 
     pub fn update(
@@ -125,22 +153,24 @@ impl CyclesLedger {
         arg: &[u8],
         now: u64,
     ) -> Result<Vec<u8>, Reject> {
+        if let Some(answer) = icrc1::update(&mut self.book, &TOKEN, key, caller, method, arg, now) {
+            return answer;
+        }
         match method {
-            "icrc1_transfer" => icrc1::transfer(&mut self.book, &TOKEN, key, caller, arg, now),
             "create_canister" => {
                 let args: CreateCanisterArgs = argument(CYCLES_LEDGER, method, arg)?;
-                reply(self.create_canister(host, caller, args))
+                reply(self.create_canister(host, caller, args, now))
             }
             "withdraw" => {
                 let args: WithdrawArgs = argument(CYCLES_LEDGER, method, arg)?;
-                reply(self.withdraw(host, caller, args))
+                reply(self.withdraw(host, caller, args, now))
             }
-            _ => as_update(self.query(method, arg), CYCLES_LEDGER, method),
+            _ => as_update(self.query(method, arg, now), CYCLES_LEDGER, method),
         }
     }
 
-    pub fn query(&self, method: &str, arg: &[u8]) -> Result<Vec<u8>, Reject> {
-        icrc1::query(&self.book, &TOKEN, key, None, method, arg)
+    pub fn query(&self, method: &str, arg: &[u8], now: u64) -> Result<Vec<u8>, Reject> {
+        icrc1::query(&self.book, &TOKEN, key, None, method, arg, now)
             .unwrap_or_else(|| Err(Reject::no_method(CYCLES_LEDGER, "query", method)))
     }
 
@@ -188,16 +218,54 @@ impl CyclesLedger {
         self.book.mint(to, amount)
     }
 
+    /// The request `arg` of `caller`'s to `method`, if it names its creation
+    /// time, once the window admits it at `now`: a call that ran within the
+    /// window gets what it did.
+    fn admit(
+        &mut self,
+        caller: Principal,
+        method: Method,
+        arg: &impl CandidType,
+        created_at_time: Option<u64>,
+        now: u64,
+    ) -> Result<Option<(Request, u64)>, Unfit<Executed>> {
+        let Some(created) = created_at_time else { return Ok(None) };
+        let request = Request { caller, method, arg: candid::encode_one(arg).expect("an argument encodes") };
+        self.requests.admit(&request, created, now)?;
+        Ok(Some((request, created)))
+    }
+
+    /// Remembers that `request` (if deduplicated) did `executed`.
+    fn remember(&mut self, request: Option<(Request, u64)>, executed: Executed) {
+        if let Some((request, created)) = request {
+            self.requests.remember(request, created, executed.block, executed);
+        }
+    }
+
     fn create_canister(
         &mut self,
         host: &mut dyn Host,
         caller: Principal,
         args: CreateCanisterArgs,
+        now: u64,
     ) -> Result<CreateCanisterSuccess, CreateCanisterError> {
         let generic =
             |message: String| CreateCanisterError::GenericError { message, error_code: Nat::from(0u8) };
         let from = ledger::Account::new(caller, args.from_subaccount.as_deref())
             .ok_or_else(|| generic("from_subaccount is not 32 bytes long".into()))?;
+        let request = self.admit(caller, Method::CreateCanister, &args, args.created_at_time, now).map_err(
+            |unfit| match unfit {
+                Unfit::TooOld => CreateCanisterError::TooOld,
+                Unfit::CreatedInFuture { ledger_time } => {
+                    CreateCanisterError::CreatedInFuture { ledger_time }
+                }
+                Unfit::Duplicate(done) => CreateCanisterError::Duplicate {
+                    duplicate_of: done.block.into(),
+                    canister_id: done.canister,
+                },
+                Unfit::Full => CreateCanisterError::TemporarilyUnavailable,
+            },
+        )?;
         let balance = self.book.balance(&from);
         let amount =
             amount(&args.amount).ok_or(CreateCanisterError::InsufficientFunds { balance: balance.into() })?;
@@ -227,7 +295,9 @@ impl CyclesLedger {
         let fee_block = self
             .take(&from, amount)
             .map_err(|balance| CreateCanisterError::InsufficientFunds { balance: balance.into() })?;
-        match host.create_canister(subnet, settings, amount) {
+        let created = host.create_canister(subnet, settings, amount);
+        self.remember(request, Executed { block: fee_block, canister: created.as_ref().ok().copied() });
+        match created {
             Ok(canister_id) => Ok(CreateCanisterSuccess { block_id: fee_block.into(), canister_id }),
             Err(error) => {
                 let refund_block = self.refund(from, amount);
@@ -245,6 +315,7 @@ impl CyclesLedger {
         host: &mut dyn Host,
         caller: Principal,
         args: WithdrawArgs,
+        now: u64,
     ) -> Result<Nat, WithdrawError> {
         let generic = |message: String| WithdrawError::GenericError { message, error_code: Nat::from(0u8) };
         let from = ledger::Account::new(caller, args.from_subaccount.as_deref())
@@ -257,13 +328,24 @@ impl CyclesLedger {
         if args.to.as_slice().last() == Some(&2) {
             return Err(WithdrawError::InvalidReceiver { receiver: args.to });
         }
+        let request =
+            self.admit(caller, Method::Withdraw, &args, args.created_at_time, now).map_err(|unfit| {
+                match unfit {
+                    Unfit::TooOld => WithdrawError::TooOld,
+                    Unfit::CreatedInFuture { ledger_time } => WithdrawError::CreatedInFuture { ledger_time },
+                    Unfit::Duplicate(done) => WithdrawError::Duplicate { duplicate_of: done.block.into() },
+                    Unfit::Full => WithdrawError::TemporarilyUnavailable,
+                }
+            })?;
         let balance = self.book.balance(&from);
         let amount =
             amount(&args.amount).ok_or(WithdrawError::InsufficientFunds { balance: balance.into() })?;
         let block = self
             .take(&from, amount)
             .map_err(|balance| WithdrawError::InsufficientFunds { balance: balance.into() })?;
-        match host.deposit_cycles(args.to, amount) {
+        let deposited = host.deposit_cycles(args.to, amount);
+        self.remember(request, Executed { block, canister: None });
+        match deposited {
             Ok(()) => Ok(block.into()),
             Err(rejection_reason) => {
                 self.refund(from, amount);

@@ -1,6 +1,7 @@
-//! The ICP ledger's stand-in: ICRC-1 and the legacy `transfer` and
+//! The ICP ledger's stand-in: ICRC-1, ICRC-2 and the legacy `transfer` and
 //! `account_balance` over one book keyed by account identifier, as the ICP
-//! ledger keeps it; its minting account is NNS governance's.
+//! ledger keeps it (allowances too); its minting account is NNS
+//! governance's, which approves no one.
 
 use candid::{CandidType, Principal};
 use serde::{Deserialize, Serialize};
@@ -60,11 +61,7 @@ struct AccountBalanceArgs {
 
 /// What the ICP ledger traps with.
 fn trap(why: &str) -> Reject {
-    Reject {
-        code: ic_error_types::RejectCode::CanisterError,
-        error_code: ic_error_types::ErrorCode::CanisterCalledTrap,
-        message: format!("Canister {ICP_LEDGER} trapped: {why}"),
-    }
+    Reject::trap(ICP_LEDGER, why)
 }
 
 /// An account identifier as the ICP ledger takes one: 32 bytes whose first
@@ -118,19 +115,21 @@ impl IcpLedger {
         arg: &[u8],
         now: u64,
     ) -> Result<Vec<u8>, Reject> {
+        if let Some(answer) = icrc1::update(&mut self.book, &TOKEN, key, caller, method, arg, now) {
+            return answer;
+        }
         match method {
-            "icrc1_transfer" => icrc1::transfer(&mut self.book, &TOKEN, key, caller, arg, now),
             "transfer" => {
                 let args: TransferArgs = argument(ICP_LEDGER, method, arg)?;
                 reply(self.transfer(caller, args, now)?)
             }
-            _ => as_update(self.query(method, arg), ICP_LEDGER, method),
+            _ => as_update(self.query(method, arg, now), ICP_LEDGER, method),
         }
     }
 
-    pub fn query(&self, method: &str, arg: &[u8]) -> Result<Vec<u8>, Reject> {
+    pub fn query(&self, method: &str, arg: &[u8], now: u64) -> Result<Vec<u8>, Reject> {
         let minting_account = Some(icrc1::Account { owner: GOVERNANCE, subaccount: None });
-        if let Some(answer) = icrc1::query(&self.book, &TOKEN, key, minting_account, method, arg) {
+        if let Some(answer) = icrc1::query(&self.book, &TOKEN, key, minting_account, method, arg, now) {
             return answer;
         }
         match method {

@@ -1,5 +1,5 @@
-//! ICRC-1's interface over a ledger's book: the candid types the standard
-//! defines, and the methods both ledgers answer alike.
+//! ICRC-1's and ICRC-2's interface over a ledger's book: the candid types
+//! the standards define, and the methods both ledgers answer alike.
 
 use candid::{CandidType, Nat, Principal};
 use serde::Deserialize;
@@ -45,19 +45,130 @@ pub enum TransferError {
     GenericError { error_code: Nat, message: String },
 }
 
+/// A refusal of the book's as the candid error `$target` names it: ICRC-2's
+/// errors repeat ICRC-1's, and `$bad_burn` says what a refused burn becomes.
+macro_rules! icrc1_refusal {
+    ($refusal:expr, $target:ident, $bad_burn:expr) => {{
+        use ledger::TransferError as E;
+        match $refusal {
+            E::BadFee { expected_fee } => $target::BadFee { expected_fee: expected_fee.into() },
+            E::BadBurn { min_burn_amount } => $bad_burn(min_burn_amount),
+            E::InsufficientFunds { balance } => $target::InsufficientFunds { balance: balance.into() },
+            E::TooOld => $target::TooOld,
+            E::CreatedInFuture { ledger_time } => $target::CreatedInFuture { ledger_time },
+            E::Duplicate { duplicate_of } => $target::Duplicate { duplicate_of: duplicate_of.into() },
+            E::TemporarilyUnavailable => $target::TemporarilyUnavailable,
+            E::GenericError { error_code, message } => {
+                $target::GenericError { error_code: error_code.into(), message }
+            }
+        }
+    }};
+}
+
 impl From<ledger::TransferError> for TransferError {
     fn from(e: ledger::TransferError) -> Self {
-        use ledger::TransferError as E;
+        icrc1_refusal!(e, Self, |min_burn_amount: u128| Self::BadBurn {
+            min_burn_amount: min_burn_amount.into()
+        })
+    }
+}
+
+/// ICRC-2's `ApproveArgs`.
+#[derive(CandidType, Deserialize)]
+pub struct ApproveArgs {
+    pub from_subaccount: Option<Vec<u8>>,
+    pub spender: Account,
+    pub amount: Nat,
+    pub expected_allowance: Option<Nat>,
+    pub expires_at: Option<u64>,
+    pub fee: Option<Nat>,
+    pub memo: Option<Vec<u8>>,
+    pub created_at_time: Option<u64>,
+}
+
+/// ICRC-2's `ApproveError`.
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+pub enum ApproveError {
+    BadFee { expected_fee: Nat },
+    InsufficientFunds { balance: Nat },
+    AllowanceChanged { current_allowance: Nat },
+    Expired { ledger_time: u64 },
+    TooOld,
+    CreatedInFuture { ledger_time: u64 },
+    Duplicate { duplicate_of: Nat },
+    TemporarilyUnavailable,
+    GenericError { error_code: Nat, message: String },
+}
+
+impl From<ledger::ApproveError> for ApproveError {
+    fn from(e: ledger::ApproveError) -> Self {
         match e {
-            E::BadFee { expected_fee } => Self::BadFee { expected_fee: expected_fee.into() },
-            E::BadBurn { min_burn_amount } => Self::BadBurn { min_burn_amount: min_burn_amount.into() },
-            E::InsufficientFunds { balance } => Self::InsufficientFunds { balance: balance.into() },
-            E::TooOld => Self::TooOld,
-            E::CreatedInFuture { ledger_time } => Self::CreatedInFuture { ledger_time },
-            E::Duplicate { duplicate_of } => Self::Duplicate { duplicate_of: duplicate_of.into() },
-            E::TemporarilyUnavailable => Self::TemporarilyUnavailable,
-            E::GenericError { error_code, message } => {
-                Self::GenericError { error_code: error_code.into(), message }
+            ledger::ApproveError::Refused(refusal) => {
+                // An approval burns nothing: the book never refuses one so.
+                icrc1_refusal!(refusal, Self, |min_burn_amount| Self::GenericError {
+                    error_code: Nat::from(0u8),
+                    message: format!("a burn must be at least {min_burn_amount}"),
+                })
+            }
+            ledger::ApproveError::AllowanceChanged { current_allowance } => {
+                Self::AllowanceChanged { current_allowance: current_allowance.into() }
+            }
+            ledger::ApproveError::Expired { ledger_time } => Self::Expired { ledger_time },
+        }
+    }
+}
+
+/// ICRC-2's `AllowanceArgs`.
+#[derive(CandidType, Deserialize)]
+pub struct AllowanceArgs {
+    pub account: Account,
+    pub spender: Account,
+}
+
+/// ICRC-2's `Allowance`.
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+pub struct Allowance {
+    pub allowance: Nat,
+    pub expires_at: Option<u64>,
+}
+
+/// ICRC-2's `TransferFromArgs`.
+#[derive(CandidType, Deserialize)]
+pub struct TransferFromArgs {
+    pub spender_subaccount: Option<Vec<u8>>,
+    pub from: Account,
+    pub to: Account,
+    pub amount: Nat,
+    pub fee: Option<Nat>,
+    pub memo: Option<Vec<u8>>,
+    pub created_at_time: Option<u64>,
+}
+
+/// ICRC-2's `TransferFromError`: ICRC-1's errors and `InsufficientAllowance`,
+/// a candid type of its own, as the standard declares it.
+#[derive(CandidType, Deserialize, Debug, PartialEq, Eq)]
+pub enum TransferFromError {
+    BadFee { expected_fee: Nat },
+    BadBurn { min_burn_amount: Nat },
+    InsufficientFunds { balance: Nat },
+    InsufficientAllowance { allowance: Nat },
+    TooOld,
+    CreatedInFuture { ledger_time: u64 },
+    Duplicate { duplicate_of: Nat },
+    TemporarilyUnavailable,
+    GenericError { error_code: Nat, message: String },
+}
+
+impl From<ledger::TransferFromError> for TransferFromError {
+    fn from(e: ledger::TransferFromError) -> Self {
+        match e {
+            ledger::TransferFromError::Refused(refusal) => {
+                icrc1_refusal!(refusal, Self, |min_burn_amount: u128| Self::BadBurn {
+                    min_burn_amount: min_burn_amount.into()
+                })
+            }
+            ledger::TransferFromError::InsufficientAllowance { allowance } => {
+                Self::InsufficientAllowance { allowance: allowance.into() }
             }
         }
     }
@@ -84,8 +195,8 @@ pub fn amount(n: &Nat) -> Option<u128> {
     u128::try_from(&n.0).ok()
 }
 
-/// The ICRC-1 queries, over a book keyed by what `key` makes of an
-/// account; `None` for another method.
+/// The ICRC-1 and ICRC-2 queries at `now`, over a book keyed by what `key`
+/// makes of an account; `None` for another method.
 pub fn query<K: Ord + Clone>(
     book: &Ledger<K>,
     token: &Token,
@@ -93,6 +204,7 @@ pub fn query<K: Ord + Clone>(
     minting_account: Option<Account>,
     method: &str,
     arg: &[u8],
+    now: u64,
 ) -> Option<Result<Vec<u8>, Reject>> {
     Some(match method {
         "icrc1_balance_of" => argument::<Account>(token.canister, method, arg).map(|account| {
@@ -117,54 +229,138 @@ pub fn query<K: Ord + Clone>(
                 name: String,
                 url: String,
             }
-            let icrc1 = Standard { name: "ICRC-1".into(), url: "https://github.com/dfinity/ICRC-1".into() };
-            reply(vec![icrc1])
+            let standard = |name: &str, url: &str| Standard { name: name.into(), url: url.into() };
+            reply(vec![
+                standard("ICRC-1", "https://github.com/dfinity/ICRC-1"),
+                standard("ICRC-2", "https://github.com/dfinity/ICRC-1/tree/main/standards/ICRC-2"),
+            ])
         }
+        "icrc2_allowance" => argument::<AllowanceArgs>(token.canister, method, arg).map(|args| {
+            // A malformed subaccount names no account: no allowance.
+            let allowance = match (args.account.to_ledger(), args.spender.to_ledger()) {
+                (Some(from), Some(spender)) => book.allowance(&key(&from), &key(&spender), now),
+                _ => ledger::Allowance::default(),
+            };
+            let allowance =
+                Allowance { allowance: allowance.amount.into(), expires_at: allowance.expires_at };
+            candid::encode_one(allowance).expect("encodes")
+        }),
         _ => return None,
     })
 }
 
-/// `icrc1_transfer` from `caller`, at `now`.
-pub fn transfer<K: Ord + Clone>(
+/// The ICRC-1 and ICRC-2 updates from `caller` at `now`: `icrc1_transfer`,
+/// `icrc2_approve` and `icrc2_transfer_from`; `None` for another method.
+pub fn update<K: Ord + Clone>(
     book: &mut Ledger<K>,
     token: &Token,
     key: impl Fn(&ledger::Account) -> K,
     caller: Principal,
+    method: &str,
     arg: &[u8],
     now: u64,
-) -> Result<Vec<u8>, Reject> {
-    let arg: TransferArg = argument(token.canister, "icrc1_transfer", arg)?;
-    reply(execute(book, key, caller, arg, now))
+) -> Option<Result<Vec<u8>, Reject>> {
+    Some(match method {
+        "icrc1_transfer" => argument(token.canister, method, arg)
+            .and_then(|arg: TransferArg| reply(transfer(book, key, caller, arg, now))),
+        "icrc2_approve" => argument(token.canister, method, arg).and_then(|arg: ApproveArgs| {
+            // As the cycles ledger does, whatever the subaccounts.
+            if arg.spender.owner == caller {
+                return Err(Reject::trap(token.canister, "self approval is not allowed"));
+            }
+            reply(approve(book, key, caller, arg, now))
+        }),
+        "icrc2_transfer_from" => argument(token.canister, method, arg)
+            .and_then(|arg: TransferFromArgs| reply(transfer_from(book, key, caller, arg, now))),
+        _ => return None,
+    })
 }
 
-fn execute<K: Ord + Clone>(
+fn transfer<K: Ord + Clone>(
     book: &mut Ledger<K>,
     key: impl Fn(&ledger::Account) -> K,
     caller: Principal,
     arg: TransferArg,
     now: u64,
 ) -> Result<Nat, TransferError> {
-    let malformed = |what: &str| TransferError::GenericError {
-        error_code: Nat::from(0u8),
-        message: format!("{what} is not 32 bytes long"),
-    };
-    let from = ledger::Account::new(caller, arg.from_subaccount.as_deref())
-        .ok_or_else(|| malformed("from_subaccount"))?;
-    let to = arg.to.to_ledger().ok_or_else(|| malformed("to.subaccount"))?;
-    let balance = book.balance(&key(&from));
-    let Some(amount) = amount(&arg.amount) else {
-        return Err(TransferError::InsufficientFunds { balance: balance.into() });
-    };
-    let fee = arg.fee.as_ref().map(amount_or_max);
-    let transfer = ledger::Transfer {
+    let from = account(caller, arg.from_subaccount.as_deref(), "from_subaccount")?;
+    let transfer = to_book(book, &key, from, &arg.to, &arg.amount, arg.fee.as_ref())?;
+    let transfer = ledger::Transfer { memo: arg.memo, created_at_time: arg.created_at_time, ..transfer };
+    Ok(book.transfer(transfer, now)?.into())
+}
+
+fn approve<K: Ord + Clone>(
+    book: &mut Ledger<K>,
+    key: impl Fn(&ledger::Account) -> K,
+    caller: Principal,
+    arg: ApproveArgs,
+    now: u64,
+) -> Result<Nat, ApproveError> {
+    let from = account(caller, arg.from_subaccount.as_deref(), "from_subaccount")
+        .map_err(ledger::ApproveError::from)?;
+    let spender = account(arg.spender.owner, arg.spender.subaccount.as_deref(), "spender.subaccount")
+        .map_err(ledger::ApproveError::from)?;
+    let approve = ledger::Approve {
         from: key(&from),
-        to: key(&to),
-        amount,
-        fee,
+        spender: key(&spender),
+        // More than the book holds is as good as all it holds, as the
+        // ICRC ledgers saturate it.
+        amount: amount_or_max(&arg.amount),
+        expected_allowance: arg.expected_allowance.as_ref().map(amount_or_max),
+        expires_at: arg.expires_at,
+        fee: arg.fee.as_ref().map(amount_or_max),
         memo: arg.memo,
         created_at_time: arg.created_at_time,
     };
-    Ok(book.transfer(transfer, now)?.into())
+    Ok(book.approve(approve, now)?.into())
+}
+
+fn transfer_from<K: Ord + Clone>(
+    book: &mut Ledger<K>,
+    key: impl Fn(&ledger::Account) -> K,
+    caller: Principal,
+    arg: TransferFromArgs,
+    now: u64,
+) -> Result<Nat, TransferFromError> {
+    let refused = ledger::TransferFromError::from;
+    let spender =
+        account(caller, arg.spender_subaccount.as_deref(), "spender_subaccount").map_err(refused)?;
+    let from = account(arg.from.owner, arg.from.subaccount.as_deref(), "from.subaccount").map_err(refused)?;
+    let transfer = to_book(book, &key, from, &arg.to, &arg.amount, arg.fee.as_ref()).map_err(refused)?;
+    let transfer = ledger::Transfer { memo: arg.memo, created_at_time: arg.created_at_time, ..transfer };
+    Ok(book.transfer_from(key(&spender), transfer, now)?.into())
+}
+
+/// The book's account of `owner`'s `subaccount`; `what` names the field
+/// that holds it, for a subaccount of another length than 32 bytes.
+fn account(
+    owner: Principal,
+    subaccount: Option<&[u8]>,
+    what: &str,
+) -> Result<ledger::Account, ledger::TransferError> {
+    ledger::Account::new(owner, subaccount).ok_or_else(|| ledger::TransferError::GenericError {
+        error_code: 0,
+        message: format!("{what} is not 32 bytes long"),
+    })
+}
+
+/// A transfer's candid fields as the book's transfer from `from`, without
+/// a memo or a creation time.
+fn to_book<K: Ord + Clone>(
+    book: &Ledger<K>,
+    key: impl Fn(&ledger::Account) -> K,
+    from: ledger::Account,
+    to: &Account,
+    amount: &Nat,
+    fee: Option<&Nat>,
+) -> Result<ledger::Transfer<K>, ledger::TransferError> {
+    let to = account(to.owner, to.subaccount.as_deref(), "to.subaccount")?;
+    let from = key(&from);
+    let Some(amount) = self::amount(amount) else {
+        return Err(ledger::TransferError::InsufficientFunds { balance: book.balance(&from) });
+    };
+    let fee = fee.map(amount_or_max);
+    Ok(ledger::Transfer { from, to: key(&to), amount, fee, memo: None, created_at_time: None })
 }
 
 /// A fee too large to hold is no fee the ledger charges: refused as a bad fee.

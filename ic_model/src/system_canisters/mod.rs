@@ -50,6 +50,15 @@ impl Reject {
         }
     }
 
+    /// What a canister that traps with `why` answers.
+    fn trap(canister: Principal, why: &str) -> Self {
+        Self {
+            code: RejectCode::CanisterError,
+            error_code: ErrorCode::CanisterCalledTrap,
+            message: format!("Canister {canister} trapped: {why}"),
+        }
+    }
+
     fn bad_argument(canister: Principal, method: &str, why: impl std::fmt::Display) -> Self {
         Self::trapped(canister, &format!("failed to decode the argument of {method}: {why}"))
     }
@@ -159,8 +168,8 @@ impl SystemCanisters {
         arg: &[u8],
     ) -> Option<Result<Vec<u8>, Reject>> {
         Some(match canister {
-            ICP_LEDGER => self.icp.query(method, arg),
-            CYCLES_LEDGER => self.cycles.query(method, arg),
+            ICP_LEDGER => self.icp.query(method, arg, host.time()),
+            CYCLES_LEDGER => self.cycles.query(method, arg, host.time()),
             CYCLES_MINTING_CANISTER => cmc::answer(host, "query", method),
             _ => return None,
         })

@@ -269,13 +269,6 @@ fn create_canister_charges_the_caller_and_refunds_what_it_could_not_create() {
 
 #[test]
 fn withdraw_tops_up_a_canister_or_refunds() {
-    #[derive(CandidType)]
-    struct WithdrawArgs {
-        amount: Nat,
-        from_subaccount: Option<Vec<u8>>,
-        to: Principal,
-        created_at_time: Option<u64>,
-    }
     let mut system = SystemCanisters::new();
     let mut host = FakeHost::default();
     create(&mut system, &mut host, Principal::anonymous(), 1_000_000_000_000);
@@ -534,4 +527,180 @@ fn icp_sent_to_the_cmc_with_the_mint_memo_becomes_cycles_once() {
         &Encode!().unwrap(),
     );
     assert!(rate.unwrap().is_ok());
+}
+
+use super::icrc1::{
+    Allowance, AllowanceArgs, ApproveArgs, ApproveError, TransferFromArgs, TransferFromError,
+};
+
+/// `caller`'s update call to `method` of `ledger` with `arg`: its decoded
+/// reply, or the reject.
+fn call<R: for<'de> serde::Deserialize<'de> + CandidType>(
+    system: &mut SystemCanisters,
+    ledger: Principal,
+    caller: Principal,
+    method: &str,
+    arg: impl CandidType,
+) -> Result<R, Reject> {
+    let answer = system.update(&mut FakeHost::default(), ledger, caller, method, &Encode!(&arg).unwrap());
+    Ok(Decode!(&answer.unwrap()?, R).unwrap())
+}
+
+fn approve(
+    system: &mut SystemCanisters,
+    ledger: Principal,
+    from: Principal,
+    spender: Principal,
+    amount: u128,
+) -> Result<Result<Nat, ApproveError>, Reject> {
+    let args = ApproveArgs {
+        from_subaccount: None,
+        spender: account(spender),
+        amount: amount.into(),
+        expected_allowance: None,
+        expires_at: Some(NOW + 1_000),
+        fee: None,
+        memo: None,
+        created_at_time: None,
+    };
+    call(system, ledger, from, "icrc2_approve", args)
+}
+
+fn allowance(system: &SystemCanisters, ledger: Principal, from: Principal, spender: Principal) -> Allowance {
+    let args = AllowanceArgs { account: account(from), spender: account(spender) };
+    let answer = system.query(&FakeHost::default(), ledger, "icrc2_allowance", &Encode!(&args).unwrap());
+    Decode!(&answer.unwrap().unwrap(), Allowance).unwrap()
+}
+
+fn transfer_from(
+    system: &mut SystemCanisters,
+    ledger: Principal,
+    spender: Principal,
+    from: Principal,
+    amount: u128,
+) -> Result<Nat, TransferFromError> {
+    let args = TransferFromArgs {
+        spender_subaccount: None,
+        from: account(from),
+        to: account(spender),
+        amount: amount.into(),
+        fee: None,
+        memo: None,
+        created_at_time: None,
+    };
+    call(system, ledger, spender, "icrc2_transfer_from", args).unwrap()
+}
+
+#[test]
+fn both_ledgers_let_an_owner_approve_a_spender_who_then_spends() {
+    for (ledger, fee) in [(ICP_LEDGER, ICP_LEDGER_FEE_E8S), (CYCLES_LEDGER, CYCLES_LEDGER_FEE)] {
+        let mut system = SystemCanisters::new();
+        icrc1_transfer(&mut system, ledger, Principal::anonymous(), user(1), 100 * fee, None).unwrap();
+        assert_eq!(approve(&mut system, ledger, user(1), user(2), 50 * fee), Ok(Ok(Nat::from(2u8))));
+        assert_eq!(balance(&system, ledger, user(1)), 99 * fee, "the owner pays the fee");
+        let granted = allowance(&system, ledger, user(1), user(2));
+        assert_eq!(granted, Allowance { allowance: Nat::from(50 * fee), expires_at: Some(NOW + 1_000) });
+        assert_eq!(transfer_from(&mut system, ledger, user(2), user(1), 30 * fee), Ok(Nat::from(3u8)));
+        assert_eq!(
+            (balance(&system, ledger, user(1)), balance(&system, ledger, user(2))),
+            (68 * fee, 30 * fee)
+        );
+        assert_eq!(allowance(&system, ledger, user(1), user(2)).allowance, Nat::from(19 * fee));
+        assert_eq!(
+            transfer_from(&mut system, ledger, user(2), user(1), 19 * fee),
+            Err(TransferFromError::InsufficientAllowance { allowance: Nat::from(19 * fee) }),
+            "the fee comes out of the allowance too"
+        );
+        assert_eq!(
+            approve(&mut system, ledger, user(3), user(2), 1),
+            Ok(Err(ApproveError::InsufficientFunds { balance: Nat::from(0u8) }))
+        );
+        let selfish = approve(&mut system, ledger, user(1), user(1), 1).unwrap_err();
+        assert_eq!(selfish.error_code, ErrorCode::CanisterCalledTrap);
+        assert!(selfish.message.contains("self approval"), "{}", selfish.message);
+        let standards = system.query(&FakeHost::default(), ledger, "icrc1_supported_standards", &[]);
+        #[derive(CandidType, serde::Deserialize)]
+        struct Standard {
+            name: String,
+            url: String,
+        }
+        let standards = Decode!(&standards.unwrap().unwrap(), Vec<Standard>).unwrap();
+        let names: Vec<_> = standards.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ICRC-1", "ICRC-2"]);
+        assert!(standards.iter().all(|s| s.url.starts_with("https://github.com/dfinity/ICRC-1")));
+    }
+}
+
+#[test]
+fn the_icp_minting_account_approves_no_one() {
+    let mut system = SystemCanisters::new();
+    let refused = approve(&mut system, ICP_LEDGER, GOVERNANCE, user(2), 1).unwrap();
+    assert!(
+        matches!(&refused, Err(ApproveError::GenericError { message, .. }) if message.contains("minting account")),
+        "{refused:?}"
+    );
+}
+
+#[derive(CandidType)]
+struct WithdrawArgs {
+    amount: Nat,
+    from_subaccount: Option<Vec<u8>>,
+    to: Principal,
+    created_at_time: Option<u64>,
+}
+
+#[test]
+fn create_canister_and_withdraw_with_a_creation_time_run_once() {
+    let mut system = SystemCanisters::new();
+    let mut host = FakeHost::default();
+    let anonymous = Principal::anonymous();
+    let call = |system: &mut SystemCanisters, host: &mut FakeHost, method, arg: Vec<u8>| {
+        let answer = system.update(host, CYCLES_LEDGER, anonymous, method, &arg).unwrap().unwrap();
+        if method == "withdraw" {
+            format!("{:?}", Decode!(&answer, Result<Nat, WithdrawError>).unwrap())
+        } else {
+            format!("{:?}", Decode!(&answer, Result<CreateCanisterSuccess, CreateCanisterError>).unwrap())
+        }
+    };
+    let create_at = |created: u64| {
+        let args = CreateCanisterArgs {
+            from_subaccount: None,
+            created_at_time: Some(created),
+            amount: Nat::from(1_000_000_000_000u64),
+            creation_args: None,
+        };
+        Encode!(&args).unwrap()
+    };
+    let before = balance(&system, CYCLES_LEDGER, anonymous);
+    let created = call(&mut system, &mut host, "create_canister", create_at(NOW));
+    let canister = host.created[0].0;
+    assert!(created.contains("Ok") && created.contains("block_id: Nat(1)"), "{created}");
+    let again = call(&mut system, &mut host, "create_canister", create_at(NOW));
+    assert_eq!(again, format!("Err(Duplicate {{ duplicate_of: Nat(1), canister_id: Some({canister:?}) }})"));
+    assert_eq!(host.created.len(), 1, "one canister");
+    assert_eq!(balance(&system, CYCLES_LEDGER, anonymous), before - 1_000_000_000_000 - CYCLES_LEDGER_FEE);
+    assert!(
+        call(&mut system, &mut host, "create_canister", create_at(NOW - 1)).contains("Ok"),
+        "another call"
+    );
+    let old = NOW - crate::ledger::TX_WINDOW_NS - crate::ledger::PERMITTED_DRIFT_NS - 1;
+    assert_eq!(call(&mut system, &mut host, "create_canister", create_at(old)), "Err(TooOld)");
+
+    let withdraw_at = |created: u64| {
+        let args = WithdrawArgs {
+            amount: Nat::from(5_000u64),
+            from_subaccount: None,
+            to: canister,
+            created_at_time: Some(created),
+        };
+        Encode!(&args).unwrap()
+    };
+    assert_eq!(call(&mut system, &mut host, "withdraw", withdraw_at(NOW)), "Ok(Nat(3))");
+    assert_eq!(
+        call(&mut system, &mut host, "withdraw", withdraw_at(NOW)),
+        "Err(Duplicate { duplicate_of: Nat(3) })"
+    );
+    assert_eq!(host.created[0].2, 1_000_000_005_000, "topped up once");
+    let ahead = NOW + crate::ledger::PERMITTED_DRIFT_NS + 1;
+    assert!(call(&mut system, &mut host, "withdraw", withdraw_at(ahead)).contains("CreatedInFuture"));
 }
