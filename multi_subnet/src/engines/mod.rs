@@ -137,18 +137,9 @@ impl EngineFactory {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IngressId(pub usize);
 
-/// An IC reject: its code and message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reject {
-    pub code: RejectCode,
-    pub message: String,
-}
-
-impl fmt::Display for Reject {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "reject code {}: {}", self.code as u64, self.message)
-    }
-}
+/// An IC reject: its code and message (the simulator's type; the PocketIC
+/// engine gives its rejects the same shape).
+pub use ::sim::Reject;
 
 /// The final state of an ingress message: the reply bytes or the reject.
 pub type IngressOutcome = std::result::Result<Vec<u8>, Reject>;

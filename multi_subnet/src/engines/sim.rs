@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow};
 use candid::Principal;
 use sim::{MessageId, Sim};
 
-use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
+use super::{Engine, EngineKind, IngressId, IngressOutcome, TimeStep};
 
 /// How reports name this engine.
 pub const DESCRIPTION: &str = "sim (this project's simulator: a model of IC message routing running the real canister wasm; not PocketIC)";
@@ -92,7 +92,7 @@ impl Engine for SimEngine {
     }
 
     fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
-        Some(self.sim.ingress_status(self.submitted[id.0])?.map_err(reject))
+        self.sim.ingress_status(self.submitted[id.0])
     }
 
     fn cycle_balance(&mut self, canister: Principal) -> Result<u128> {
@@ -106,10 +106,6 @@ impl Engine for SimEngine {
         method: &str,
         arg: Vec<u8>,
     ) -> IngressOutcome {
-        self.sim.query_call(canister, sender, method, arg).map_err(reject)
+        self.sim.query_call(canister, sender, method, arg)
     }
-}
-
-fn reject(r: sim::Reject) -> Reject {
-    Reject { code: r.code, message: r.message }
 }
