@@ -45,8 +45,6 @@ impl fmt::Display for Refused {
     }
 }
 
-impl std::error::Error for Refused {}
-
 /// A job as the thread runs it: it gets the engine, or why it may not; it
 /// answers its caller, and returns the panic's message if it panicked.
 type Job<T> = Box<dyn FnOnce(Result<&mut T, Reason>) -> Option<String> + Send>;
