@@ -1,15 +1,15 @@
 //! The network: a backend on a thread of its own, the subnets' certified
 //! state, and the round that certifies it.
 
+use engine_thread::{EngineThread, Inbox};
 use ic_model::{CertifiedState, SubnetState};
 use serde::{Deserialize, Serialize};
-use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use crate::backend::{Backend, SavedState};
 use crate::ingress::{Requests, SavedRequests};
@@ -127,7 +127,11 @@ impl Saver {
     }
 }
 
-type Job = Box<dyn FnOnce(&mut dyn Backend) + Send>;
+/// What lives on the backend's thread: the backend, and what it shares.
+struct Engine {
+    backend: Box<dyn Backend>,
+    certified: Arc<Certified>,
+}
 
 /// What the backend's thread and the HTTP handlers share.
 pub(crate) struct Certified {
@@ -139,23 +143,16 @@ pub(crate) struct Certified {
     /// Rounds certified so far: a handler waiting for an outcome watches it.
     pub rounds: watch::Sender<u64>,
     saver: Option<Saver>,
-    /// Why the backend serves no more requests, once one made it panic:
-    /// its state is unknown, and is not saved either.
-    broken: Mutex<Option<String>>,
-}
-
-impl Certified {
-    fn broken(&self) -> Option<String> {
-        self.broken.lock().expect("not poisoned").clone()
-    }
 }
 
 /// A network served over one backend; clones share it. The backend's
-/// thread ends when the last clone is dropped.
+/// thread ends when the last clone is dropped. A job that panics there
+/// breaks the backend: its state is unknown, so it serves no more
+/// requests, and is not saved either.
 #[derive(Clone)]
 pub struct Network {
     pub(crate) certified: Arc<Certified>,
-    jobs: mpsc::Sender<Job>,
+    engine: EngineThread<Engine>,
 }
 
 impl Network {
@@ -226,56 +223,43 @@ impl Network {
                 (Some(saver), saved)
             }
         };
-        let (jobs, inbox) = mpsc::channel::<Job>();
-        let (ready, started) = mpsc::channel();
         let clock = options.clock.clone();
-        std::thread::Builder::new()
-            .name("ic_http backend".into())
-            .spawn(move || {
-                let resumed = saved.is_some();
-                let (rounds, requests, made) = match saved {
-                    None => (0, vec![], make(None)),
-                    Some((saved, body, at)) => (saved.rounds, saved.requests, make(Some(&body[at..]))),
-                };
-                let started = made.and_then(|mut backend| {
-                    let time = follow_clock(&mut *backend, &clock);
-                    let state = backend.certified_state();
-                    let (requests, edits) =
-                        Requests::restore(requests, state.subnets().len(), |ticket| backend.outcome(ticket))?;
-                    for (subnet, edits) in state.subnets().iter().zip(edits) {
-                        subnet.certify(time, edits);
-                    }
-                    if let Some(saver) = &saver
-                        && resumed
-                    {
-                        *saver.saved_version.lock().expect("not poisoned") = Some(backend.state_version());
-                    }
-                    let certified = Arc::new(Certified {
-                        state,
-                        description: backend.description(),
-                        clock,
-                        requests: Mutex::new(requests),
-                        rounds: watch::Sender::new(rounds),
-                        saver,
-                        broken: Mutex::default(),
-                    });
-                    Ok((backend, certified))
-                });
-                let (mut backend, certified) = match started {
-                    Ok(started) => started,
-                    Err(why) => {
-                        let _ = ready.send(Err(why));
-                        return;
-                    }
-                };
-                if ready.send(Ok(certified.clone())).is_err() {
-                    return;
-                }
-                drive(&mut *backend, &certified, &inbox, options.round_interval);
-            })
-            .map_err(|e| format!("cannot start the backend's thread: {e}"))?;
-        let certified = started.recv().map_err(|_| "the backend failed to start".to_string())??;
-        Ok(Self { certified, jobs })
+        let make = move || {
+            let resumed = saved.is_some();
+            let (rounds, requests, made) = match saved {
+                None => (0, vec![], make(None)),
+                Some((saved, body, at)) => (saved.rounds, saved.requests, make(Some(&body[at..]))),
+            };
+            let mut backend = made?;
+            let time = follow_clock(&mut *backend, &clock);
+            let state = backend.certified_state();
+            let (requests, edits) =
+                Requests::restore(requests, state.subnets().len(), |ticket| backend.outcome(ticket))?;
+            for (subnet, edits) in state.subnets().iter().zip(edits) {
+                subnet.certify(time, edits);
+            }
+            if let Some(saver) = &saver
+                && resumed
+            {
+                *saver.saved_version.lock().expect("not poisoned") = Some(backend.state_version());
+            }
+            let certified = Arc::new(Certified {
+                state,
+                description: backend.description(),
+                clock,
+                requests: Mutex::new(requests),
+                rounds: watch::Sender::new(rounds),
+                saver,
+            });
+            Ok(Engine { backend, certified })
+        };
+        let interval = options.round_interval;
+        let engine = EngineThread::spawn_driven("the backend", make, move |engine, inbox| {
+            drive(engine, inbox, interval)
+        })
+        .map_err(|e| format!("cannot start the backend's thread: {e}"))?;
+        let certified = engine.run_blocking(|engine| engine.certified.clone()).map_err(|e| e.to_string())?;
+        Ok(Self { certified, engine })
     }
 
     /// Writes the whole state to the state directory now (after the
@@ -286,27 +270,18 @@ impl Network {
         if self.certified.saver.is_none() {
             return Err("this network has no state directory".into());
         }
-        let certified = self.certified.clone();
-        let (answer, answered) = std::sync::mpsc::channel();
-        let job: Job = Box::new(move |backend| {
-            let saver = certified.saver.as_ref().expect("checked above");
-            let saved = match certified.broken() {
-                Some(why) => Err(format!(
-                    "the backend failed earlier ({why}): {} keeps the last checkpoint",
-                    saver.dir.path().display()
-                )),
-                None => {
-                    saver.wait();
-                    snapshot(backend, &certified).and_then(|(taken, snapshot)| {
-                        let (bytes, write) = saver.write(taken)?;
-                        Ok(SaveReport { bytes, snapshot, write })
-                    })
-                }
-            };
-            let _ = answer.send(saved);
+        let saved = self.engine.run_blocking(|engine| {
+            let saver = engine.certified.saver.as_ref().expect("checked above");
+            saver.wait();
+            snapshot(&*engine.backend, &engine.certified).and_then(|(taken, snapshot)| {
+                let (bytes, write) = saver.write(taken)?;
+                Ok(SaveReport { bytes, snapshot, write })
+            })
         });
-        self.jobs.send(job).map_err(|_| "the backend's thread has ended".to_string())?;
-        answered.recv().map_err(|_| "the backend's thread has ended".to_string())?
+        saved.unwrap_or_else(|refused| {
+            let dir = self.certified.saver.as_ref().expect("checked above").dir.path();
+            Err(format!("{refused}; {} keeps the last checkpoint", dir.display()))
+        })
     }
 
     /// The root key (DER), which agents are given to verify certificates.
@@ -330,26 +305,7 @@ impl Network {
         &self,
         f: impl FnOnce(&mut dyn Backend) -> R + Send + 'static,
     ) -> Result<R, String> {
-        if let Some(why) = self.certified.broken() {
-            return Err(format!("the backend serves no more requests: it failed on an earlier one ({why})"));
-        }
-        let (answer, answered) = oneshot::channel();
-        let job: Job = Box::new(move |backend| {
-            let _ = answer.send(std::panic::catch_unwind(AssertUnwindSafe(|| f(backend))));
-        });
-        self.jobs.send(job).map_err(|_| "the backend's thread has ended".to_string())?;
-        match answered.await.map_err(|_| "the backend's thread has ended".to_string())? {
-            Ok(result) => Ok(result),
-            Err(panic) => {
-                let why = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "a panic".into());
-                *self.certified.broken.lock().expect("not poisoned") = Some(why.clone());
-                Err(format!("the backend failed: {why}; it serves no more requests, as its state is unknown"))
-            }
-        }
+        self.engine.run(move |engine| f(&mut *engine.backend)).await.map_err(|refused| refused.to_string())
     }
 
     /// The ingress messages the network remembers.
@@ -400,12 +356,11 @@ fn snapshot(backend: &dyn Backend, certified: &Certified) -> Result<(Snapshot, D
 }
 
 /// Writes a checkpoint on a thread of its own if the backend's state
-/// changed since the file was written, the backend has not failed, and
-/// the last checkpoint is written.
+/// changed since the file was written, and the last checkpoint is written.
 fn checkpoint(backend: &dyn Backend, certified: &Arc<Certified>) {
     let Some(saver) = &certified.saver else { return };
     let unchanged = *saver.saved_version.lock().expect("not poisoned") == Some(backend.state_version());
-    if unchanged || saver.busy() || certified.broken().is_some() {
+    if unchanged || saver.busy() {
         return;
     }
     match snapshot(backend, certified) {
@@ -435,40 +390,36 @@ fn follow_clock(backend: &mut dyn Backend, clock: &Clock) -> u64 {
 /// The backend's thread: jobs in the order they come, and rounds: one
 /// every `interval` if there is one; otherwise one after another while
 /// there is work, and one every [`IDLE_ROUND_EVERY`] when there is none.
-fn drive(
-    backend: &mut dyn Backend,
-    certified: &Arc<Certified>,
-    inbox: &mpsc::Receiver<Job>,
-    interval: Option<Duration>,
-) {
-    let busy = |backend: &dyn Backend| {
-        interval.is_none() && (backend.has_work() || certified.requests.lock().expect("not poisoned").fresh())
+/// Checkpoints stop once a job has panicked: the backend's state is unknown.
+fn drive(engine: &mut Engine, inbox: &mut Inbox<Engine>, interval: Option<Duration>) {
+    let busy = |engine: &Engine| {
+        interval.is_none()
+            && (engine.backend.has_work() || engine.certified.requests.lock().expect("not poisoned").fresh())
     };
     let pace = interval.unwrap_or(IDLE_ROUND_EVERY);
     let (mut last, mut last_checkpoint) = (Instant::now(), Instant::now());
     loop {
-        let wait = if busy(backend) { Duration::ZERO } else { pace.saturating_sub(last.elapsed()) };
-        match inbox.recv_timeout(wait) {
-            Ok(job) => {
-                job(backend);
+        let wait = if busy(engine) { Duration::ZERO } else { pace.saturating_sub(last.elapsed()) };
+        match inbox.run_next(engine, wait) {
+            Ok(()) => {
                 // What else comes within a block's window runs before the
                 // round, as the replica inducts a block of messages at once
                 // (and one round, one signature, serves them all).
                 let window = Instant::now() + BLOCK_WINDOW;
-                while let Ok(job) = inbox.recv_timeout(window.saturating_duration_since(Instant::now())) {
-                    job(backend);
-                }
+                while inbox.run_next(engine, window.saturating_duration_since(Instant::now())).is_ok() {}
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        if busy(backend) || last.elapsed() >= pace {
+        if busy(engine) || last.elapsed() >= pace {
             last = Instant::now();
-            round(backend, certified);
+            round(&mut *engine.backend, &engine.certified);
         }
-        if certified.saver.as_ref().is_some_and(|saver| last_checkpoint.elapsed() >= saver.every) {
+        if engine.certified.saver.as_ref().is_some_and(|saver| last_checkpoint.elapsed() >= saver.every) {
             last_checkpoint = Instant::now();
-            checkpoint(backend, certified);
+            if inbox.broken().is_none() {
+                checkpoint(&*engine.backend, &engine.certified);
+            }
         }
     }
 }

@@ -793,7 +793,8 @@ fn a_network_started_again_on_its_state_dir_keeps_its_outcomes_and_executes_noth
     assert!(failed.is_err());
     let refused = network.save().unwrap_err();
     assert!(
-        refused.contains("the backend failed earlier") && refused.contains("keeps the last checkpoint"),
+        refused.contains("the backend panicked earlier: the echo backend panics when asked to")
+            && refused.contains("keeps the last checkpoint"),
         "{refused}"
     );
     assert_eq!(std::fs::read(dir.join("state")).unwrap(), saved);

@@ -1,20 +1,15 @@
 //! The instance store: each instance is a simulator on a thread of its own
 //! (the simulator is not `Send`), which serves its requests in order.
 
+use engine_thread::{EngineThread, Reason};
 use pocket_ic::common::rest::{InitialTime, InstanceConfig, InstanceId, Topology};
 use sim::{HostMemory, Sim, SimConfig};
 use std::collections::BTreeMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
-use std::sync::mpsc;
-use tokio::sync::oneshot;
 
 use crate::errors::ApiError;
 use crate::instance::Instance;
 use crate::live::Remote;
-
-/// A job gets the instance, and why it is broken if a job panicked on it before.
-pub type Job = Box<dyn FnOnce(&mut Instance, &mut Option<String>) + Send>;
 
 /// What every instance's simulator may use: the host-memory budget they
 /// all share (one hostile instance cannot take the host's memory from the
@@ -37,7 +32,7 @@ impl Default for Limits {
 /// The instances, and the limits they share. An instance is `None` once
 /// deleted: its thread and simulator are gone.
 pub struct Store {
-    instances: Mutex<BTreeMap<InstanceId, Option<mpsc::Sender<Job>>>>,
+    instances: Mutex<BTreeMap<InstanceId, Option<EngineThread<Instance>>>>,
     host_memory: HostMemory,
     max_instructions_per_message: u64,
     /// The instances in auto progress, each served by the IC HTTP interface.
@@ -102,30 +97,19 @@ impl Store {
 
     /// Starts an instance's thread; answers its id and topology.
     pub async fn create(&self, config: InstanceConfig) -> Result<(InstanceId, Topology), String> {
-        let (jobs, inbox) = mpsc::channel::<Job>();
-        let (ready, started) = oneshot::channel();
         let (host_memory, max_instructions) = (self.host_memory.clone(), self.max_instructions_per_message);
-        std::thread::Builder::new()
-            .name("sim instance".into())
-            .spawn(move || {
-                let mut instance = match sim_for(&config, &host_memory, max_instructions) {
-                    Ok(sim) => Instance::new(sim),
-                    Err(why) => {
-                        let _ = ready.send(Err(why));
-                        return;
-                    }
-                };
-                let _ = ready.send(Ok(instance.topology()));
-                let mut broken = None;
-                for job in inbox {
-                    job(&mut instance, &mut broken);
-                }
-            })
+        let make = move || sim_for(&config, &host_memory, max_instructions).map(Instance::new);
+        let engine = EngineThread::spawn("the simulator", make)
             .map_err(|e| format!("cannot start an instance thread: {e}"))?;
-        let topology = started.await.map_err(|_| "the instance thread ended".to_string())??;
+        let topology =
+            engine.run(|instance| instance.topology()).await.map_err(|refused| match refused.reason {
+                // What in the config the simulator cannot do, as it is.
+                Reason::NotStarted(why) => why,
+                _ => refused.to_string(),
+            })?;
         let mut instances = self.instances.lock().expect("not poisoned");
         let id = instances.len();
-        instances.insert(id, Some(jobs));
+        instances.insert(id, Some(engine));
         Ok((id, topology))
     }
 
@@ -138,17 +122,13 @@ impl Store {
     /// Ends the instance's thread, which drops its simulator. `false` if there was none.
     pub fn delete(&self, id: InstanceId) -> bool {
         self.stop_progress(id);
-        let Some(jobs) = self.instances.lock().expect("not poisoned").get_mut(&id).and_then(Option::take)
+        let Some(engine) = self.instances.lock().expect("not poisoned").get_mut(&id).and_then(Option::take)
         else {
             return false;
         };
-        // A network still serving the instance (a gateway's) holds a sender
+        // A network still serving the instance (a gateway's) holds a handle
         // too: the simulator goes now, and what asks for it is told so.
-        let drop_sim: Job = Box::new(|instance, broken| {
-            *broken = Some("the instance was deleted".into());
-            *instance = Instance::new(Sim::builder().with_subnet().build());
-        });
-        let _ = jobs.send(drop_sim);
+        engine.stop();
         true
     }
 
@@ -161,7 +141,7 @@ impl Store {
         if let Some(network) = self.network(id) {
             return Ok(network);
         }
-        let remote = Remote::connect(self.jobs(id)?).ok_or_else(|| ApiError::instance_not_found(id))?;
+        let remote = Remote::connect(self.engine(id)?).ok_or_else(|| ApiError::instance_not_found(id))?;
         let make = move || -> Box<dyn ic_http::Backend> { Box::new(remote) };
         let network =
             ic_http::Network::start(make, ic_http::Options::default()).map_err(ApiError::internal)?;
@@ -181,7 +161,7 @@ impl Store {
         self.live.lock().expect("not poisoned").remove(&id).is_some()
     }
 
-    fn jobs(&self, id: InstanceId) -> Result<mpsc::Sender<Job>, ApiError> {
+    fn engine(&self, id: InstanceId) -> Result<EngineThread<Instance>, ApiError> {
         let instances = self.instances.lock().expect("not poisoned");
         instances.get(&id).and_then(Clone::clone).ok_or_else(|| ApiError::instance_not_found(id))
     }
@@ -196,30 +176,10 @@ impl Store {
         id: InstanceId,
         f: impl FnOnce(&mut Instance) -> R + Send + 'static,
     ) -> Result<R, ApiError> {
-        let jobs = self.jobs(id)?;
-        let (answer, answered) = oneshot::channel();
-        let job: Job = Box::new(move |instance, broken| {
-            if let Some(why) = broken {
-                let _ = answer.send(Err(ApiError::internal(format!(
-                    "instance {id} serves no more requests: its simulator failed on an earlier one ({why}), so its state is unknown; create another instance"
-                ))));
-                return;
-            }
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| f(instance)));
-            let _ = answer.send(result.map_err(|panic| {
-                let why = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("a panic");
-                *broken = Some(why.to_string());
-                ApiError::internal(format!(
-                    "the simulator failed: {why}; instance {id} serves no more requests, as its state is unknown"
-                ))
-            }));
-        });
-        jobs.send(job).map_err(|_| ApiError::instance_not_found(id))?;
-        answered.await.map_err(|_| ApiError::instance_not_found(id))?
+        self.engine(id)?.run(f).await.map_err(|refused| match refused.reason {
+            Reason::Ended => ApiError::instance_not_found(id),
+            _ => ApiError::internal(format!("instance {id}: {refused}; create another instance")),
+        })
     }
 }
 
@@ -238,10 +198,14 @@ mod tests {
         let (other, _) = store.create(config).await.unwrap();
         let failed = store.with(broken, |_| -> u8 { panic!("boom") }).await.unwrap_err();
         assert_eq!(failed.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(failed.message.contains("the simulator failed: boom"), "{}", failed.message);
+        assert!(failed.message.contains("instance 0: the simulator panicked: boom"), "{}", failed.message);
         let later = store.with(broken, |i| i.ic.engine.time()).await.unwrap_err();
         assert_eq!(later.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(later.message.contains("serves no more requests") && later.message.contains("boom"));
+        assert!(
+            later.message.contains("the simulator panicked earlier: boom; it serves no more requests"),
+            "{}",
+            later.message
+        );
         assert!(store.with(other, |i| i.ic.engine.time()).await.is_ok(), "the other instance serves");
         assert!(store.delete(broken));
     }

@@ -4,61 +4,38 @@
 //! (`ic_http`), so that `PocketIc::make_live` hands back a URL an agent uses.
 
 use candid::Principal;
+use engine_thread::EngineThread;
 use ic_http::{Backend, Reject};
 use ic_model::CertifiedState;
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 
 use crate::instance::Instance;
-use crate::instances::Job;
 
 /// An instance on its own thread, as an `ic_http` backend: each call runs
 /// as a job between the REST API's, so both can be used at once.
 pub struct Remote {
-    jobs: mpsc::Sender<Job>,
+    instance: EngineThread<Instance>,
     certified: Arc<CertifiedState>,
 }
 
 impl Remote {
-    /// The instance `jobs` reaches, its canisters staged for the network's
-    /// first certification; `None` if it is gone.
-    pub fn connect(jobs: mpsc::Sender<Job>) -> Option<Self> {
-        let certified = run_on(&jobs, None, |instance| {
-            instance.ic.stage_changes();
-            Some(instance.ic.certified().clone())
-        })?;
-        Some(Self { jobs, certified })
+    /// The instance on `instance`'s thread, its canisters staged for the
+    /// network's first certification; `None` if it is gone.
+    pub fn connect(instance: EngineThread<Instance>) -> Option<Self> {
+        let certified = instance
+            .run_blocking(|instance| {
+                instance.ic.stage_changes();
+                instance.ic.certified().clone()
+            })
+            .ok()?;
+        Some(Self { instance, certified })
     }
 
-    /// `f` on the instance; `gone` if it was deleted or its simulator failed.
+    /// `f` on the instance (a panic breaks it); `gone` if it was deleted
+    /// or its simulator panicked.
     fn run<R: Send + 'static>(&self, gone: R, f: impl FnOnce(&mut Instance) -> R + Send + 'static) -> R {
-        run_on(&self.jobs, gone, f)
+        self.instance.run_blocking(f).unwrap_or(gone)
     }
-}
-
-/// `f` on the instance `jobs` reaches, a panic caught (the instance is
-/// broken from then on); `gone` if it was deleted or its simulator failed.
-fn run_on<R: Send + 'static>(
-    jobs: &mpsc::Sender<Job>,
-    gone: R,
-    f: impl FnOnce(&mut Instance) -> R + Send + 'static,
-) -> R {
-    let (answer, answered) = mpsc::channel();
-    let job: Job = Box::new(move |instance, broken| {
-        if broken.is_some() {
-            return;
-        }
-        match std::panic::catch_unwind(AssertUnwindSafe(|| f(instance))) {
-            Ok(result) => {
-                let _ = answer.send(result);
-            }
-            Err(_) => *broken = Some("it panicked serving the IC HTTP interface".into()),
-        }
-    });
-    if jobs.send(job).is_err() {
-        return gone;
-    }
-    answered.recv().unwrap_or(gone)
 }
 
 fn gone() -> Reject {
