@@ -1,10 +1,13 @@
 //! What the IC model needs of the engine beneath it, the one that executes
-//! canisters: creating and configuring them, installing code, cycles, and
-//! what a canister's status reports. The simulator is one ([`sim::Sim`],
-//! with the `sim` feature); another engine could sit under the same model.
+//! canisters: ingress messages, queries and rounds; creating and
+//! configuring canisters, installing code, cycles, and what a canister's
+//! status reports; saving its state. The simulator is one (`sim::Sim`, with
+//! the `sim` feature); another engine could sit under the same model.
 
 use candid::Principal;
 use ic_management_canister_types::CanisterSettings;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::{Reject, SubnetRanges};
 
@@ -44,6 +47,50 @@ pub struct CallToModel {
 /// An engine that executes canisters. A refusal is the [`Reject`] the IC
 /// gives for the same refusal: the engine classifies its own failures.
 pub trait Engine {
+    /// The engine's state between rounds, as [`Engine::save`] takes it.
+    type Saved: Serialize + DeserializeOwned + Send + 'static;
+
+    /// What the engine is, in one line, for every report and server to say.
+    fn description(&self) -> String;
+    /// The version of [`Engine::Saved`]'s layout, bumped when it changes.
+    fn saved_format() -> String;
+    /// The engine's state, between rounds.
+    fn save(&self) -> Result<Self::Saved, String>;
+    /// The engine [`Engine::save`] saved.
+    fn restore(saved: Self::Saved) -> Result<Self, String>
+    where
+        Self: Sized;
+
+    /// Submits an ingress message to a canister of the engine's; its id for
+    /// [`Engine::ingress_status`], or the reject when it is refused before
+    /// execution.
+    fn submit_call(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<u64, Reject>;
+    /// The outcome of an ingress message; `None` while it runs.
+    fn ingress_status(&self, id: u64) -> Option<Result<Vec<u8>, Reject>>;
+    /// Forgets an answered ingress message; `false` if it still runs.
+    fn forget_ingress(&mut self, id: u64) -> bool;
+    /// A query, on the latest state, that reads `data_certificate`.
+    fn query(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+        data_certificate: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, Reject>;
+    /// Whether messages wait to be executed.
+    fn busy(&self) -> bool;
+    /// How many messages it has executed since it was built or restored.
+    fn executions(&self) -> u64;
+    /// Moves its time on by `ns`.
+    fn advance_time(&mut self, ns: u64);
+
     /// The subnets, in the engine's order.
     fn subnets(&self) -> Vec<Principal>;
     /// The canister ids each subnet assigns.

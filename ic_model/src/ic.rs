@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::engine::Engine;
+use crate::ingress::Ingress;
 use crate::management::{self, CanisterInfo};
 use crate::system_canisters::{self, Host, SystemCanisters};
 use crate::{CanisterState, CertifiedState, Keys, Reject, SubnetRanges};
@@ -32,13 +33,15 @@ pub struct IcState {
     pub canisters: BTreeMap<Principal, CanisterInfo>,
     /// The ledgers and the cycles minting canister, when the network has them.
     pub system: Option<SystemCanisters>,
+    /// The ingress messages not forgotten yet.
+    pub(crate) ingress: Ingress,
 }
 
 /// The IC over the engine `E`.
 pub struct Ic<E> {
     /// The engine that executes the canisters.
     pub engine: E,
-    state: IcState,
+    pub(crate) state: IcState,
     /// Canisters created, changed or deleted since their entries were last
     /// staged in the certified state.
     changed: BTreeSet<Principal>,
@@ -49,8 +52,11 @@ impl<E: Engine> Ic<E> {
     /// An IC over `engine` whose state `keys` sign; with `system_canisters`,
     /// the ledgers and the cycles minting canister answer at their ids.
     pub fn new(engine: E, keys: Keys, system_canisters: bool) -> Self {
-        let state =
-            IcState { canisters: BTreeMap::new(), system: system_canisters.then(SystemCanisters::new) };
+        let state = IcState {
+            canisters: BTreeMap::new(),
+            system: system_canisters.then(SystemCanisters::new),
+            ingress: Ingress::default(),
+        };
         Self::resume(engine, keys, state)
     }
 

@@ -13,10 +13,12 @@
 mod certified_state;
 pub mod engine;
 mod ic;
+mod ingress;
 mod keys;
 mod ledger;
 pub mod management;
 mod reject;
+mod saved;
 #[cfg(feature = "sim")]
 pub mod sim_engine;
 pub mod system_canisters;
@@ -26,5 +28,7 @@ pub use certified_state::{
 };
 pub use engine::{Engine, EngineStatus};
 pub use ic::{Effective, Ic, IcState};
+pub use ingress::routed_to;
 pub use keys::Keys;
 pub use reject::Reject;
+pub use saved::Encode;

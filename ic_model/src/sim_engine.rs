@@ -8,7 +8,30 @@ use sim::{IDS_PER_SUBNET, Sim, SimError, canister_id};
 use std::collections::BTreeMap;
 
 use crate::engine::{CallToModel, Engine, EngineStatus};
-use crate::{Reject, SubnetRanges};
+use crate::{Ic, Keys, Reject, SubnetRanges};
+
+/// What the simulator is, as every server that runs it says.
+pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm); not the replica";
+
+/// The IC over a new simulator `sim`, its state signed with `keys`, with
+/// the system canisters at their mainnet ids: a local network, as icp-cli
+/// and dfx expect one. The cycles minting canister's id lies in the first
+/// subnet's range, so `sim` must not have assigned it.
+pub fn network(mut sim: Sim, keys: Keys) -> Result<Ic<Sim>, String> {
+    use crate::system_canisters::CYCLES_MINTING_CANISTER;
+    if sim.cycle_balance(CYCLES_MINTING_CANISTER).is_ok() {
+        return Err(format!(
+            "the simulator has a canister with the cycles minting canister's id {CYCLES_MINTING_CANISTER}: create the network's simulator with no canisters, or fewer than {RESERVED_IDS} on its first subnet"
+        ));
+    }
+    sim.reserve_canister_ids(0, RESERVED_IDS).map_err(|e| e.to_string())?;
+    Ok(Ic::new(sim, keys, true))
+}
+
+/// The first subnet assigns no id below this one to a user's canister:
+/// those of the NNS's first canisters, the ICP ledger's and the cycles
+/// minting canister's among them.
+const RESERVED_IDS: u64 = 5;
 
 /// A refusal of the simulator's, as the replica reports the same refusal.
 pub fn reject_of_error(e: SimError) -> Reject {
@@ -65,6 +88,65 @@ fn sim_settings(settings: &CanisterSettings, controllers: Option<Vec<Principal>>
 }
 
 impl Engine for Sim {
+    type Saved = sim::SavedSim;
+
+    fn description(&self) -> String {
+        DESCRIPTION.into()
+    }
+
+    fn saved_format() -> String {
+        format!("sim {}", sim::SavedSim::FORMAT)
+    }
+
+    fn save(&self) -> Result<sim::SavedSim, String> {
+        Sim::save(self).map_err(|e| e.to_string())
+    }
+
+    fn restore(saved: sim::SavedSim) -> Result<Self, String> {
+        Sim::builder().restore(saved).map_err(|e| e.to_string())
+    }
+
+    fn submit_call(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<u64, Reject> {
+        Sim::submit_call(self, canister, sender, method, arg).map(|id| id.0).map_err(reject_of)
+    }
+
+    fn ingress_status(&self, id: u64) -> Option<Result<Vec<u8>, Reject>> {
+        Some(Sim::ingress_status(self, sim::MessageId(id))?.map_err(reject_of))
+    }
+
+    fn forget_ingress(&mut self, id: u64) -> bool {
+        Sim::forget_ingress(self, sim::MessageId(id))
+    }
+
+    fn query(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+        data_certificate: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, Reject> {
+        self.query_call_certified(canister, sender, method, arg, data_certificate).map_err(reject_of)
+    }
+
+    fn busy(&self) -> bool {
+        Sim::busy(self)
+    }
+
+    fn executions(&self) -> u64 {
+        Sim::executions(self)
+    }
+
+    fn advance_time(&mut self, ns: u64) {
+        Sim::advance_time(self, ns);
+    }
+
     fn subnets(&self) -> Vec<Principal> {
         Sim::subnets(self)
     }

@@ -64,12 +64,13 @@ fn main() -> anyhow::Result<()> {
                     sim.create_canister(0, vec![Principal::anonymous()]).map_err(|e| e.to_string())?;
                 sim.install_canister(canister, &wasm, vec![], Principal::anonymous())
                     .map_err(|e| e.to_string())?;
-                sim_server::ic_http_backend(sim, ic_model::Keys::from_seed(0))
+                let network = ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0))?;
+                Ok(Box::new(network) as Box<dyn ic_http::Backend>)
             };
             let state_dir = dir.path().join(format!("{stable}-{mib}"));
             let persistence = ic_http::Persistence {
                 dir: state_dir,
-                backend_format: sim_server::state_format(),
+                backend_format: ic_model::Ic::<sim::Sim>::saved_format(),
                 checkpoint_every: Duration::from_secs(3600),
             };
             let network = ic_http::Network::start_saved(make, ic_http::Options::default(), persistence)

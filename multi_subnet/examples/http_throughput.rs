@@ -130,7 +130,8 @@ async fn main() -> anyhow::Result<()> {
         let callee = sim.create_canister(0, vec![Principal::anonymous()]).unwrap();
         sim.install_canister(callee, &callee_wasm, Encode!().unwrap(), Principal::anonymous()).unwrap();
         ids.send(callee).unwrap();
-        sim_server::ic_http_backend(sim, ic_model::Keys::from_seed(0)).unwrap()
+        Box::new(ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0)).unwrap())
+            as Box<dyn ic_http::Backend>
     };
     let network = ic_http::Network::start(make, ic_http::Options::default()).map_err(anyhow::Error::msg)?;
     let callee = made.recv()?;
@@ -168,7 +169,7 @@ async fn main() -> anyhow::Result<()> {
             format!("{:.1}x", wall.as_secs_f64() / in_process.as_secs_f64()),
         ]);
     }
-    println!("engine: {}", sim_server::IC_HTTP_DESCRIPTION);
+    println!("engine: {}", multi_subnet::network::DESCRIPTION);
     println!("{table}");
     Ok(())
 }

@@ -9,6 +9,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::profile::{MAINNET_XNET_LATENCY_ROUNDS, ProfileName};
+use ic_model::Ic;
+
+/// What the network is, in one line: it says so when it starts.
+pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm) behind the IC's HTTP interface; not the replica";
 
 /// The cycles ledger's id lies in the 34th subnet's range of ids.
 const MAX_SUBNETS: u64 = 33;
@@ -87,7 +91,7 @@ impl NetworkArgs {
         let served = self.serve(|serving| {
             use std::io::Write;
             let url = format!("http://{}", serving.address);
-            println!("{}; listening on {url}", sim_server::IC_HTTP_DESCRIPTION);
+            println!("{}; listening on {url}", DESCRIPTION);
             println!("root key: {}", serving.root_key);
             for (index, subnet) in serving.subnets.iter().enumerate() {
                 println!("subnet {index}: {subnet}");
@@ -98,7 +102,7 @@ impl NetworkArgs {
                 url,
                 root_key: serving.root_key.clone(),
                 subnets: serving.subnets.iter().map(Principal::to_text).collect(),
-                engine: sim_server::IC_HTTP_DESCRIPTION,
+                engine: DESCRIPTION,
             };
             std::fs::write(path, serde_json::to_string_pretty(&status).expect("plain data"))
                 .with_context(|| format!("cannot write {}", path.display()))
@@ -131,7 +135,9 @@ impl NetworkArgs {
         let fresh = move || {
             let builder = (0..subnets).fold(sim::Sim::builder(), |builder, _| builder.with_subnet());
             let sim = builder.with_xnet_latency_rounds(xnet_latency_rounds).build();
-            sim_server::ic_http_backend(sim, keys).expect("a new simulator has no canister yet")
+            let network =
+                ic_model::sim_engine::network(sim, keys).expect("a new simulator has no canister yet");
+            Box::new(network) as Box<dyn ic_http::Backend>
         };
         let round_interval = (self.round_ms > 0).then(|| Duration::from_millis(self.round_ms));
         let options = ic_http::Options { round_interval, ..ic_http::Options::default() };
@@ -141,21 +147,23 @@ impl NetworkArgs {
                 let shown = dir.display().to_string();
                 let make = move |saved: Option<&[u8]>| match saved {
                     None => Ok(fresh()),
-                    Some(saved) => sim_server::resume_ic_http_backend(saved, |sim, keys| {
+                    Some(saved) => {
+                        let resumed = Ic::<sim::Sim>::restore(saved)?;
+                        let (sim, keys) = (&resumed.engine, resumed.keys());
                         let (had_subnets, had_latency) = (sim.subnets().len() as u64, sim.config().xnet_latency_rounds);
                         if (had_subnets, had_latency, keys.seed()) == (subnets, xnet_latency_rounds, seed) {
-                            return Ok(());
+                            return Ok(Box::new(resumed) as Box<dyn ic_http::Backend>);
                         }
                         let had_profile = if had_latency == 0 { "pocket-ic" } else { "mainnet" };
                         Err(format!(
                             "{shown} holds a network started with --subnets {had_subnets} --profile {had_profile} --seed {}: start it with those, or use another --state-dir",
                             keys.seed()
                         ))
-                    }),
+                    }
                 };
                 let persistence = ic_http::Persistence {
                     dir: dir.clone(),
-                    backend_format: sim_server::state_format(),
+                    backend_format: Ic::<sim::Sim>::saved_format(),
                     checkpoint_every: Duration::from_secs(self.checkpoint_secs),
                 };
                 ic_http::Network::start_saved(make, options, persistence)

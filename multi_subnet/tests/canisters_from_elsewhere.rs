@@ -24,8 +24,8 @@ async fn serve(wasm: Vec<u8>, arg: Vec<u8>) -> (Agent, Principal) {
         CanisterIdRecord, CanisterInstallMode, InstallCodeArgs, ProvisionalCreateCanisterWithCyclesArgs,
     };
     let make = || {
-        sim_server::ic_http_backend(Sim::builder().with_subnet().with_subnet().build(), Keys::from_seed(0))
-            .unwrap()
+        let sim = Sim::builder().with_subnet().with_subnet().build();
+        Box::new(ic_model::sim_engine::network(sim, Keys::from_seed(0)).unwrap()) as Box<dyn ic_http::Backend>
     };
     let network = Network::start(make, ic_http::Options::default()).unwrap();
     let url = ic_http::serve_locally(network).await.unwrap();

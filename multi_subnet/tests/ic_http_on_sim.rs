@@ -35,7 +35,8 @@ async fn paced_network(
         sim.install_canister(caller, &wasms.caller, Encode!().unwrap(), controller).unwrap();
         sim.install_canister(callee, &wasms.callee, Encode!().unwrap(), controller).unwrap();
         ids.send((caller, callee)).unwrap();
-        sim_server::ic_http_backend(sim, ic_model::Keys::from_seed(0)).unwrap()
+        Box::new(ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0)).unwrap())
+            as Box<dyn ic_http::Backend>
     };
     let network = Network::start(make, options).unwrap();
     let (caller, callee) = made.recv().unwrap();
@@ -148,7 +149,8 @@ async fn dfx_creates_installs_and_reads_the_module_hash() {
     use sha2::Digest;
     let make = || {
         let sim = Sim::builder().with_subnet().with_subnet().build();
-        sim_server::ic_http_backend(sim, ic_model::Keys::from_seed(0)).unwrap()
+        Box::new(ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0)).unwrap())
+            as Box<dyn ic_http::Backend>
     };
     let network = Network::start(make, ic_http::Options::default()).unwrap();
     let url = ic_http::serve_locally(network).await.unwrap();

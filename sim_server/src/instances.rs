@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::errors::ApiError;
-use crate::instance::Instance;
+use crate::instance::{self, Instance};
 use crate::live::Remote;
 
 /// What every instance's simulator may use: the host-memory budget they
@@ -98,15 +98,16 @@ impl Store {
     /// Starts an instance's thread; answers its id and topology.
     pub async fn create(&self, config: InstanceConfig) -> Result<(InstanceId, Topology), String> {
         let (host_memory, max_instructions) = (self.host_memory.clone(), self.max_instructions_per_message);
-        let make = move || sim_for(&config, &host_memory, max_instructions).map(Instance::new);
+        let make = move || sim_for(&config, &host_memory, max_instructions).map(instance::new);
         let engine = EngineThread::spawn("the simulator", make)
             .map_err(|e| format!("cannot start an instance thread: {e}"))?;
-        let topology =
-            engine.run(|instance| instance.topology()).await.map_err(|refused| match refused.reason {
+        let topology = engine.run(|instance| instance::topology(instance)).await.map_err(|refused| {
+            match refused.reason {
                 // What in the config the simulator cannot do, as it is.
                 Reason::NotStarted(why) => why,
                 _ => refused.to_string(),
-            })?;
+            }
+        })?;
         let mut instances = self.instances.lock().expect("not poisoned");
         let id = instances.len();
         instances.insert(id, Some(engine));
@@ -199,14 +200,14 @@ mod tests {
         let failed = store.with(broken, |_| -> u8 { panic!("boom") }).await.unwrap_err();
         assert_eq!(failed.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         assert!(failed.message.contains("instance 0: the simulator panicked: boom"), "{}", failed.message);
-        let later = store.with(broken, |i| i.ic.engine.time()).await.unwrap_err();
+        let later = store.with(broken, |i| i.engine.time()).await.unwrap_err();
         assert_eq!(later.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         assert!(
             later.message.contains("the simulator panicked earlier: boom; it serves no more requests"),
             "{}",
             later.message
         );
-        assert!(store.with(other, |i| i.ic.engine.time()).await.is_ok(), "the other instance serves");
+        assert!(store.with(other, |i| i.engine.time()).await.is_ok(), "the other instance serves");
         assert!(store.delete(broken));
     }
 }

@@ -24,8 +24,8 @@ impl Remote {
     pub fn connect(instance: EngineThread<Instance>) -> Option<Self> {
         let certified = instance
             .run_blocking(|instance| {
-                instance.ic.stage_changes();
-                instance.ic.certified().clone()
+                instance.stage_changes();
+                instance.certified().clone()
             })
             .ok()?;
         Some(Self { instance, certified })
@@ -48,7 +48,7 @@ fn gone() -> Reject {
 
 impl Backend for Remote {
     fn description(&self) -> String {
-        crate::IC_HTTP_DESCRIPTION.into()
+        self.run("a deleted instance".into(), |i| Backend::description(i))
     }
 
     fn certified_state(&self) -> Arc<CertifiedState> {

@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 use crate::DESCRIPTION;
 use crate::blobstore::BlobStore;
 use crate::errors::{self, ApiError, Body};
+use crate::instance;
 use crate::instances::{Limits, Store};
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
@@ -239,22 +240,25 @@ async fn delete(State(server): App, Path(id): Path<String>) -> Result<StatusCode
 }
 
 async fn topology(State(server): App, Path(id): Path<String>) -> Answer<Topology> {
-    Ok(Json(server.instances.with(instance_id(&id)?, |i| i.topology()).await?))
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| instance::topology(i)).await?))
 }
 
 async fn get_time(State(server): App, Path(id): Path<String>) -> Answer<RawTime> {
-    let nanos_since_epoch = server.instances.with(instance_id(&id)?, |i| i.ic.engine.time()).await?;
+    let nanos_since_epoch = server.instances.with(instance_id(&id)?, |i| i.engine.time()).await?;
     Ok(Json(RawTime { nanos_since_epoch }))
 }
 
 async fn set_time(State(server): App, Path(id): Path<String>, Body(time): Body<RawTime>) -> Answer<()> {
-    server.instances.with(instance_id(&id)?, move |i| i.set_time(time.nanos_since_epoch)).await??;
+    server
+        .instances
+        .with(instance_id(&id)?, move |i| instance::set_time(i, time.nanos_since_epoch))
+        .await??;
     Ok(Json(()))
 }
 
 /// Blockmakers only matter to PocketIC's subnet metrics, which the simulator has not.
 async fn tick(State(server): App, Path(id): Path<String>, Body(_): Body<RawTickConfigs>) -> Answer<()> {
-    server.instances.with(instance_id(&id)?, |i| i.ic.execute_round()).await?;
+    server.instances.with(instance_id(&id)?, |i| i.execute_round()).await?;
     Ok(Json(()))
 }
 
@@ -263,7 +267,7 @@ async fn query(
     Path(id): Path<String>,
     Body(call): Body<RawCanisterCall>,
 ) -> Answer<RawCanisterResult> {
-    let result = server.instances.with(instance_id(&id)?, move |i| i.query(call)).await??;
+    let result = server.instances.with(instance_id(&id)?, move |i| instance::query(i, call)).await??;
     Ok(Json(errors::pocket_ic_result(result).into()))
 }
 
@@ -272,7 +276,7 @@ async fn submit(
     Path(id): Path<String>,
     Body(call): Body<RawCanisterCall>,
 ) -> Answer<Result<RawMessageId, RejectResponse>> {
-    Ok(Json(server.instances.with(instance_id(&id)?, move |i| i.submit(call)).await??))
+    Ok(Json(server.instances.with(instance_id(&id)?, move |i| instance::submit(i, call)).await??))
 }
 
 async fn await_message(
@@ -280,7 +284,8 @@ async fn await_message(
     Path(id): Path<String>,
     Body(message): Body<RawMessageId>,
 ) -> Answer<RawCanisterResult> {
-    let result = server.instances.with(instance_id(&id)?, move |i| i.await_message(&message)).await??;
+    let result =
+        server.instances.with(instance_id(&id)?, move |i| instance::await_message(i, &message)).await??;
     Ok(Json(errors::pocket_ic_result(result).into()))
 }
 
@@ -291,8 +296,10 @@ async fn ingress_status(
     Body(args): Body<RawIngressStatusArgs>,
 ) -> Answer<Option<RawCanisterResult>> {
     let caller = args.raw_caller.map(Principal::from);
-    let status =
-        server.instances.with(instance_id(&id)?, move |i| i.status(&args.raw_message_id, caller)).await?;
+    let status = server
+        .instances
+        .with(instance_id(&id)?, move |i| instance::status(i, &args.raw_message_id, caller))
+        .await?;
     match status {
         Ok(result) => Ok(Json(result.map(|result| errors::pocket_ic_result(result).into()))),
         Err(sender) => Err(ApiError {
@@ -312,8 +319,8 @@ async fn get_cycles(
     let cycles = server
         .instances
         .with(instance_id(&id)?, move |i| {
-            let id = i.existing(&c.canister_id)?;
-            i.ic.engine.cycle_balance(id).map_err(|e| ApiError::bad_request(e.to_string()))
+            let id = instance::existing(i, &c.canister_id)?;
+            i.engine.cycle_balance(id).map_err(|e| ApiError::bad_request(e.to_string()))
         })
         .await??;
     Ok(Json(RawCycles { cycles }))
@@ -327,8 +334,8 @@ async fn add_cycles(
     let cycles = server
         .instances
         .with(instance_id(&id)?, move |i| {
-            let id = i.existing(&add.canister_id)?;
-            i.ic.engine.add_cycles(id, add.amount).map_err(|e| ApiError::bad_request(e.to_string()))
+            let id = instance::existing(i, &add.canister_id)?;
+            i.engine.add_cycles(id, add.amount).map_err(|e| ApiError::bad_request(e.to_string()))
         })
         .await??;
     Ok(Json(RawCycles { cycles }))
@@ -344,7 +351,7 @@ async fn get_subnet(
         .instances
         .with(instance_id(&id)?, move |i| {
             let id = Principal::try_from_slice(&c.canister_id).ok()?;
-            Some(RawSubnetId::from(i.ic.canister(id).ok()?.subnet))
+            Some(RawSubnetId::from(i.canister(id).ok()?.subnet))
         })
         .await?;
     Ok(Json(subnet))
@@ -358,8 +365,8 @@ async fn get_controllers(
     let controllers = server
         .instances
         .with(instance_id(&id)?, move |i| {
-            let id = i.existing(&c.canister_id)?;
-            let controllers = &i.ic.canister(id).expect("it exists").controllers;
+            let id = instance::existing(i, &c.canister_id)?;
+            let controllers = &i.canister(id).expect("it exists").controllers;
             Ok::<_, ApiError>(controllers.iter().map(|&p| p.into()).collect())
         })
         .await??;

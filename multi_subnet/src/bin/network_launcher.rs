@@ -181,7 +181,7 @@ fn run() -> Result<()> {
         .with_context(|| format!("cannot create {}", status_dir.display()))?;
     let network = args.network()?;
     let served = network.serve(|serving| {
-        eprintln!("{}; listening on http://{}", sim_server::IC_HTTP_DESCRIPTION, serving.address);
+        eprintln!("{}; listening on http://{}", multi_subnet::network::DESCRIPTION, serving.address);
         // icp-cli keeps this log: `--subnet` takes these ids.
         for (index, subnet) in serving.subnets.iter().enumerate() {
             eprintln!("subnet {index}: {subnet}");

@@ -1,70 +1,64 @@
-//! An instance's whole state as bytes, for a network that keeps its state
-//! across restarts: the simulator's, what the IC model keeps beside it,
-//! the ingress messages, and the seed of its keys. The certified state is
-//! rebuilt from them.
+//! The IC saved with its engine, for a network that keeps its state across
+//! restarts: the engine's state, what the model keeps beside it (canisters'
+//! records, the ledgers, the ingress messages), and the seed of its keys.
+//! The certified state is rebuilt from them.
 
-use ic_model::{Ic, IcState, Keys};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
-use crate::instance::{Instance, Message};
+use crate::engine::Engine;
+use crate::{Ic, IcState, Keys};
 
-/// Bumped whenever [`SavedInstance`] or what it holds changes (the
-/// simulator's part has a number of its own). 7: the IC model's state
-/// (the management canister's and the ledgers', allowances included).
-const FORMAT: u32 = 7;
-
-/// The format of what [`save`] writes: a state saved under another is
-/// refused.
-pub fn format() -> String {
-    format!("sim_server instance {FORMAT}, sim {}", sim::SavedSim::FORMAT)
-}
+/// Bumped whenever [`IcState`] or what it holds changes (the engine's part
+/// has a number of its own).
+const FORMAT: u32 = 1;
 
 #[derive(Serialize, Deserialize)]
-struct SavedInstance {
-    sim: sim::SavedSim,
+struct SavedIc<S> {
+    engine: S,
     seed: u64,
-    ic: IcState,
-    messages: BTreeMap<u64, Message>,
-    next_message: u64,
+    state: IcState,
 }
 
-/// The instance's state, between rounds, to encode later (on another thread).
-pub fn save(instance: &Instance) -> Result<ic_http::SavedState, String> {
-    let saved = SavedInstance {
-        sim: instance.ic.engine.save().map_err(|e| e.to_string())?,
-        seed: instance.ic.keys().seed(),
-        ic: instance.ic.state().clone(),
-        messages: instance.messages.clone(),
-        next_message: instance.next_message,
-    };
-    Ok(Box::new(move || {
-        // Sized first: growing a buffer of many MiB copies it again and again.
-        let size = postcard::experimental::serialized_size(&saved);
-        size.and_then(|size| postcard::to_extend(&saved, Vec::with_capacity(size)))
-            .map_err(|e| format!("cannot serialize the instance: {e}"))
-    }))
+/// The IC's state, taken between rounds, to be encoded later (on another
+/// thread: encoding large memories is most of the work).
+pub type Encode = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
+
+impl<E: Engine> Ic<E> {
+    /// The format of what [`Ic::save`] writes: a state saved under another
+    /// is refused.
+    pub fn saved_format() -> String {
+        format!("ic_model {FORMAT}, {}", E::saved_format())
+    }
+
+    /// The IC's whole state, between rounds.
+    pub fn save(&self) -> Result<Encode, String> {
+        let saved =
+            SavedIc { engine: self.engine.save()?, seed: self.keys().seed(), state: self.state().clone() };
+        Ok(Box::new(move || {
+            // Sized first: growing a buffer of many MiB copies it again and again.
+            let size = postcard::experimental::serialized_size(&saved);
+            size.and_then(|size| postcard::to_extend(&saved, Vec::with_capacity(size)))
+                .map_err(|e| format!("cannot serialize the IC's state: {e}"))
+        }))
+    }
+
+    /// The IC [`Ic::save`] saved, signed again with the same keys.
+    pub fn restore(bytes: &[u8]) -> Result<Self, String> {
+        let saved: SavedIc<E::Saved> =
+            postcard::from_bytes(bytes).map_err(|e| format!("cannot read the saved IC: {e}"))?;
+        Ok(Self::resume(E::restore(saved.engine)?, Keys::from_seed(saved.seed), saved.state))
+    }
 }
 
-/// The instance [`save`] saved, its canisters staged in a new certified
-/// state signed with the same keys.
-pub fn restore(bytes: &[u8]) -> Result<Instance, String> {
-    let saved: SavedInstance =
-        postcard::from_bytes(bytes).map_err(|e| format!("cannot read the saved instance: {e}"))?;
-    let sim = sim::Sim::builder().restore(saved.sim).map_err(|e| e.to_string())?;
-    let ic = Ic::resume(sim, Keys::from_seed(saved.seed), saved.ic);
-    Ok(Instance { ic, messages: saved.messages, next_message: saved.next_message })
-}
-
-#[cfg(test)]
+#[cfg(all(test, feature = "sim"))]
 mod tests {
     use super::*;
+    use crate::Effective;
     use candid::{CandidType, Encode, Nat, Principal};
     use ic_management_canister_types::{
         CanisterIdRecord, CanisterInstallMode, InstallCodeArgs, ProvisionalCreateCanisterWithCyclesArgs,
         UploadChunkArgs,
     };
-    use ic_model::Effective;
     use sha2::Digest;
 
     /// The smallest module the simulator loads, with one metadata section.
@@ -116,11 +110,11 @@ mod tests {
     #[test]
     fn the_saved_layout_is_pinned_by_its_format_number() {
         let sim = sim::Sim::builder().with_subnet().build();
-        let mut instance = Instance::over(Ic::new(sim, Keys::from_seed(3), true));
+        let mut instance = Ic::new(sim, Keys::from_seed(3), true);
         let me = Principal::anonymous();
-        let now = instance.ic.engine.time();
+        let now = instance.engine.time();
         let mut call_to = |canister: Principal, method: &str, arg: Vec<u8>| {
-            let index = instance.submit_as(Effective::None, canister, me, method, arg);
+            let index = instance.submit(Effective::None, canister, me, method, arg);
             instance.outcome(index.unwrap()).unwrap()
         };
         let mut call = |method: &str, arg: Vec<u8>| call_to(Principal::management_canister(), method, arg);
@@ -145,7 +139,7 @@ mod tests {
         let refused = call("install_code", Encode!(&install).unwrap());
         assert!(refused.unwrap_err().message.contains("not empty"));
         // An allowance on the ICP ledger, from an approval it deduplicates.
-        let ledger = ic_model::system_canisters::ICP_LEDGER;
+        let ledger = crate::system_canisters::ICP_LEDGER;
         let spender = Account { owner: canister_id, subaccount: None };
         let approve = ApproveArgs {
             from_subaccount: None,
@@ -160,16 +154,16 @@ mod tests {
         call_to(ledger, "icrc2_approve", Encode!(&approve).unwrap()).unwrap();
         // Staged, as a network stages after every round: a restored
         // instance stages everything, which clears what was pending.
-        instance.ic.stage_changes();
+        instance.stage_changes();
 
-        let bytes = save(&instance).unwrap()().unwrap();
-        let restored = restore(&bytes).unwrap();
-        assert_eq!(save(&restored).unwrap()().unwrap(), bytes, "restored as saved");
-        assert_eq!(restored.ic.certified().root_key_der(), instance.ic.certified().root_key_der());
-        assert_eq!(restored.ic.canister(canister_id).unwrap().metadata[0].name, "candid:service");
+        let bytes = instance.save().unwrap()().unwrap();
+        let restored = Ic::<sim::Sim>::restore(&bytes).unwrap();
+        assert_eq!(restored.save().unwrap()().unwrap(), bytes, "restored as saved");
+        assert_eq!(restored.certified().root_key_der(), instance.certified().root_key_der());
+        assert_eq!(restored.canister(canister_id).unwrap().metadata[0].name, "candid:service");
         let mut restored = restored;
         let asked = AllowanceArgs { account: Account { owner: me, subaccount: None }, spender };
-        let allowance = restored.query_as(ledger, me, "icrc2_allowance", Encode!(&asked).unwrap());
+        let allowance = restored.query(ledger, me, "icrc2_allowance", Encode!(&asked).unwrap());
         let allowance: Allowance = candid::decode_one(&allowance.unwrap()).unwrap();
         assert_eq!(
             (allowance.allowance, allowance.expires_at),
@@ -179,7 +173,7 @@ mod tests {
         let pinned = (FORMAT, hex::encode(sha2::Sha256::digest(&bytes)));
         assert_eq!(
             pinned,
-            (7, "861c08a88fc035eddd7176337a85d68d89f399da918f7de22f4c2cd057f22f1b".to_string()),
+            (1, "861c08a88fc035eddd7176337a85d68d89f399da918f7de22f4c2cd057f22f1b".to_string()),
             "a saved type changed: bump FORMAT, then this hash"
         );
     }

@@ -1,0 +1,84 @@
+//! The IC model over any engine as the interface's backend: what a network
+//! serves is `ic_model::Ic`, whatever executes its canisters.
+
+use candid::Principal;
+use ic_model::{CertifiedState, Effective, Engine, Ic};
+use ic_transport_types::RejectCode;
+use std::sync::Arc;
+
+use crate::{Backend, Reject, SavedState};
+
+/// A reject of the model's as the interface reports it. `SYS_UNKNOWN` (6)
+/// never reaches a user on the IC (an ingress message's outcome is always
+/// known) and agents cannot decode it: it is reported as transient.
+fn reject(r: ic_model::Reject) -> Reject {
+    let code = RejectCode::try_from(r.code as u64).unwrap_or(RejectCode::SysTransient);
+    Reject { code, message: r.message, error_code: r.error_code.to_string() }
+}
+
+impl<E: Engine> Backend for Ic<E> {
+    fn description(&self) -> String {
+        self.engine.description()
+    }
+
+    fn certified_state(&self) -> Arc<CertifiedState> {
+        self.certified().clone()
+    }
+
+    fn time(&self) -> u64 {
+        self.engine.time()
+    }
+
+    fn advance_time_to(&mut self, ns: u64) {
+        let now = self.engine.time();
+        self.engine.advance_time(ns.saturating_sub(now));
+    }
+
+    fn submit(
+        &mut self,
+        effective: Principal,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<u64, Reject> {
+        Ic::submit(self, Effective::Canister(effective), canister, sender, method, arg).map_err(reject)
+    }
+
+    fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
+        Ic::outcome(self, ticket).map(|result| result.map_err(reject))
+    }
+
+    fn forget(&mut self, ticket: u64) {
+        Ic::forget(self, ticket);
+    }
+
+    fn has_work(&self) -> bool {
+        self.engine.busy()
+    }
+
+    fn tick(&mut self) {
+        self.execute_round();
+        self.stage_changes();
+    }
+
+    fn query(
+        &mut self,
+        canister: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Vec<u8>, Reject> {
+        Ic::query(self, canister, sender, method, arg).map_err(reject)
+    }
+
+    fn state_version(&self) -> u64 {
+        // Every execution, and every ingress message (a call to the
+        // management canister or a system canister executes when submitted).
+        self.engine.executions() + self.submitted()
+    }
+
+    fn save(&self) -> Result<SavedState, String> {
+        Ic::save(self)
+    }
+}
