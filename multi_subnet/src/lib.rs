@@ -6,6 +6,7 @@ pub mod caller_client;
 pub mod chaos;
 pub mod charts;
 pub mod cli;
+pub mod commands;
 pub mod engines;
 pub mod load;
 pub mod network;

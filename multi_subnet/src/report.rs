@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use interface::FailureKind;
 
 use crate::engines::EngineKind;
+use crate::profile::{MAINNET_ROUND_SECONDS, MAINNET_XNET_LATENCY_ROUNDS};
 use crate::scenario::{Run, Topology};
 use crate::sweep::Row;
 use crate::table::Table;
@@ -34,6 +35,84 @@ pub enum Format {
 pub enum Metering {
     #[default]
     Replica,
+}
+
+/// `compare`'s report: each comparison's runs and what they show, then the
+/// example's 90 cross-subnet calls as mainnet would take them.
+pub struct CompareReport {
+    /// Each comparison's title and runs, the example's 90 cross-subnet
+    /// calls last.
+    pub sections: Vec<(&'static str, ExampleReport)>,
+    pub mainnet: MainnetEstimate,
+}
+
+/// The example's 90 cross-subnet calls under the mainnet profile.
+pub struct MainnetEstimate {
+    pub sequential: Run,
+    pub parallel: Run,
+}
+
+impl CompareReport {
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        if let Some((_, first)) = self.sections.first() {
+            let _ = writeln!(out, "Engine: {}", first.engine_description);
+        }
+        for (title, report) in &self.sections {
+            let _ = writeln!(out, "\n{title}:");
+            out += report.render(ExampleFormat::Text).split_once('\n').map_or("", |(_, lines)| lines);
+            for pair in report.runs.chunks(2) {
+                let [sequential, parallel] = pair else { continue };
+                let _ = writeln!(
+                    out,
+                    "  n = {}: parallel took {} rounds to sequential's {} ({:.1}x fewer) and {:.1}x less wall time; {} of {} parallel calls succeeded",
+                    parallel.calls,
+                    parallel.rounds.0,
+                    sequential.rounds.0,
+                    sequential.rounds.0 as f64 / parallel.rounds.0.max(1) as f64,
+                    sequential.wall.as_secs_f64() / parallel.wall.as_secs_f64(),
+                    parallel.succeeded,
+                    parallel.calls,
+                );
+            }
+        }
+        // The last comparison's: the example's 90 cross-subnet calls.
+        let pocket_ic_rounds: Vec<u64> = self
+            .sections
+            .last()
+            .map(|(_, report)| report.runs.iter().map(|r| r.rounds.0).collect())
+            .unwrap_or_default();
+        let (sequential, parallel) = (&self.mainnet.sequential, &self.mainnet.parallel);
+        let seconds = |run: &Run| run.mainnet_seconds.unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\nThe same 90 calls as mainnet would take them (simulator; {MAINNET_XNET_LATENCY_ROUNDS} rounds per cross-subnet hop, {MAINNET_ROUND_SECONDS} s rounds):"
+        );
+        let _ = writeln!(
+            out,
+            "  sequential: {} rounds, about {:.0} s (PocketIC: {} rounds)",
+            sequential.rounds.0,
+            seconds(sequential),
+            pocket_ic_rounds[0]
+        );
+        let _ = writeln!(
+            out,
+            "  parallel: {} rounds, about {:.0} s (PocketIC: {} rounds)",
+            parallel.rounds.0,
+            seconds(parallel),
+            pocket_ic_rounds[1]
+        );
+        let _ = writeln!(
+            out,
+            "  parallel is {:.1}x faster on mainnet ({:.1}x in PocketIC rounds); {} and {} of 90 succeeded",
+            seconds(sequential) / seconds(parallel).max(f64::MIN_POSITIVE),
+            pocket_ic_rounds[0] as f64 / pocket_ic_rounds[1].max(1) as f64,
+            sequential.succeeded,
+            parallel.succeeded,
+        );
+        out
+    }
 }
 
 /// The example's runs with the engine that produced them.
