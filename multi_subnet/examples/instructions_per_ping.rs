@@ -21,7 +21,8 @@ fn main() -> anyhow::Result<()> {
         (Strategy::Bounded, Some(100), 2000),
         (Strategy::Batched, Some(100), 2000),
     ] {
-        let mut engine = SimEngine::start(Topology::CrossSubnet.subnets());
+        let mut engine =
+            SimEngine::new(sim::Sim::builder().with_subnets(Topology::CrossSubnet.subnets()).build());
         let deployment = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms)?;
         let callee_before = engine.sim().stats(deployment.callee())?.instructions;
         let plan = Plan { k, ..Plan::new(strategy, n) };

@@ -30,7 +30,7 @@ fn main() -> anyhow::Result<()> {
     let wasms = canister_wasm::caller_and_callee()?;
     let server = sim_server::Running::start()?;
     let url = url::Url::parse(&server.url)?;
-    let in_process = calls(&mut SimEngine::start(2), &wasms)?;
+    let in_process = calls(&mut SimEngine::new(sim::Sim::builder().with_subnets(2).build()), &wasms)?;
     let served = calls(
         &mut PocketIcEngine::start_with_time_step(Server::Url(url.clone()), 2, TimeStep::POCKET_IC)?,
         &wasms,

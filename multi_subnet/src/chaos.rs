@@ -5,7 +5,7 @@ use anyhow::{Context, Result, anyhow};
 use candid::{Principal, encode_args};
 use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy};
 use serde::Serialize;
-use sim::{Action, Event, Faults, Outstanding, Stall, TrapRate, Traps};
+use sim::{Action, Event, Faults, Outstanding, Sim, Stall, TrapRate, Traps};
 use std::collections::BTreeMap;
 
 use crate::caller_client::round_limit;
@@ -228,7 +228,13 @@ const SETTLE_ROUNDS: u64 = 1_000;
 pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &CanisterWasms) -> Result<ChaosRow> {
     let topology = Topology::CrossSubnet;
     // A round in transit between subnets, so that faults catch calls on their way.
-    let mut engine = SimEngine::start_with(topology.subnets(), TimeStep::ONE_SECOND, 1);
+    let mut engine = SimEngine::new(
+        Sim::builder()
+            .with_subnets(topology.subnets())
+            .with_time_step(TimeStep::ONE_SECOND.0)
+            .with_xnet_latency_rounds(1)
+            .build(),
+    );
     let d = scenario::deploy(&mut engine, topology, wasms)?;
     let start = engine.sim().ticks();
     engine.sim_mut().inject_faults(fault.inject(seed, &d, start, wasms))?;

@@ -4,6 +4,7 @@
 use interface::Strategy;
 use multi_subnet::engines::sim::SimEngine;
 use multi_subnet::scenario::{self, Topology};
+use sim::Sim;
 use std::process::Command;
 
 const CHILD: &str = "MULTI_SUBNET_DETERMINISM_CHILD";
@@ -13,7 +14,7 @@ fn trace() -> String {
     let wasms = canister_wasm::caller_and_callee().unwrap();
     let mut out = String::new();
     for topology in [Topology::SameSubnet, Topology::CrossSubnet] {
-        let mut engine = SimEngine::start(topology.subnets());
+        let mut engine = SimEngine::new(Sim::builder().with_subnets(topology.subnets()).build());
         let d = scenario::deploy(&mut engine, topology, &wasms).unwrap();
         for (strategy, calls) in [(Strategy::Sequential, 300), (Strategy::Parallel, 700)] {
             let run = scenario::run(&mut engine, &d, strategy, calls).unwrap();

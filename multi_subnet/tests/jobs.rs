@@ -5,12 +5,14 @@ use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy};
 use multi_subnet::engines::sim::SimEngine;
 use multi_subnet::engines::{Engine, TimeStep};
 use multi_subnet::scenario::{self, Deployment, Topology, controller};
+use sim::Sim;
 
 const TIMER_TASK: &str = "<ic-cdk internal> timer_executor";
 
 fn deployed() -> (SimEngine, Deployment) {
     let wasms = canister_wasm::caller_and_callee().unwrap();
-    let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
+    let mut engine =
+        SimEngine::new(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
     let deployment = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
     (engine, deployment)
 }
@@ -262,7 +264,8 @@ fn a_caller_admitted_while_its_job_waits_has_its_pings_executed_on_retry() {
 #[test]
 fn a_job_waiting_for_one_callee_does_not_hold_down_another_callee_s_floor() {
     let wasms = canister_wasm::caller_and_callee().unwrap();
-    let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
+    let mut engine =
+        SimEngine::new(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
     let placement = scenario::Placement { callees: 2, ..Default::default() };
     let d = scenario::deploy_placed(&mut engine, Topology::CrossSubnet, placement, &wasms).unwrap();
     let (stopped, busy) = (d.callees[0], d.callees[1]);

@@ -55,7 +55,7 @@ fn network() -> Network {
     for _ in 0..=RECEIVER_SUBNETS {
         sim = sim.with_subnet();
     }
-    let mut engine = SimEngine::with_sim(sim.build());
+    let mut engine = SimEngine::new(sim.build());
     let notifier = engine.create_canister(0, controller()).unwrap();
     engine.install(notifier, &notifier_wasm, controller()).unwrap();
     let mut receivers = vec![];
@@ -194,7 +194,8 @@ fn every_one_of_2000_receivers_on_4_subnets_acts_on_each_notification_once_under
 #[test]
 fn only_a_controller_may_notify_and_a_list_too_long_is_refused_with_what_to_do() {
     let notifier_wasm = canister_wasm::fanout_example("notify_all").unwrap();
-    let mut engine = SimEngine::start_with(1, TimeStep::ONE_SECOND, 0);
+    let mut engine =
+        SimEngine::new(Sim::builder().with_subnets(1).with_time_step(TimeStep::ONE_SECOND.0).build());
     let notifier = engine.create_canister(0, controller()).unwrap();
     engine.install(notifier, &notifier_wasm, controller()).unwrap();
     let mut call = |sender, receivers: usize| {

@@ -29,7 +29,12 @@ fn agrees_with_the_engine() -> impl FnMut(&SimEngine, &Deployment, &Run) {
 
 #[test]
 fn sim_one_subnet() {
-    let runs = suite(&mut SimEngine::start(1), Topology::SameSubnet, &ONE_SUBNET, agrees_with_the_engine());
+    let runs = suite(
+        &mut SimEngine::new(sim::Sim::builder().with_subnets(1).build()),
+        Topology::SameSubnet,
+        &ONE_SUBNET,
+        agrees_with_the_engine(),
+    );
     // 100 sequential calls overflow one round's budget (2 B instructions may
     // start, at ~20 M of overheads per call), 100 parallel ones do not; the
     // 500 parallel calls that are performed out of 2000 also take 2 rounds.
@@ -39,14 +44,19 @@ fn sim_one_subnet() {
 #[test]
 fn sim_one_subnet_one_call_takes_one_round() {
     let cases = [(Strategy::Sequential, 1, 1), (Strategy::Parallel, 1, 1)];
-    let runs = suite(&mut SimEngine::start(1), Topology::SameSubnet, &cases, agrees_with_the_engine());
+    let runs = suite(
+        &mut SimEngine::new(sim::Sim::builder().with_subnets(1).build()),
+        Topology::SameSubnet,
+        &cases,
+        agrees_with_the_engine(),
+    );
     assert_eq!(rounds(&runs), [1, 1]);
 }
 
 #[test]
 fn sim_two_subnets() {
     for caller_subnet in [CallerSubnet::Lower, CallerSubnet::Higher] {
-        let mut engine = SimEngine::start(2);
+        let mut engine = SimEngine::new(sim::Sim::builder().with_subnets(2).build());
         let runs = suite_placed(
             &mut engine,
             Topology::CrossSubnet,
@@ -64,7 +74,13 @@ fn sim_two_subnets_under_the_mainnet_profile() {
     // Two rounds a hop: ingress in round 1, then each call's request and
     // response take 2 + 2 rounds, one call after another or all at once.
     for latency in [1, 2, 3] {
-        let mut engine = SimEngine::start_with(2, TimeStep::ONE_SECOND, latency);
+        let mut engine = SimEngine::new(
+            sim::Sim::builder()
+                .with_subnets(2)
+                .with_time_step(TimeStep::ONE_SECOND.0)
+                .with_xnet_latency_rounds(latency)
+                .build(),
+        );
         let runs = suite(&mut engine, Topology::CrossSubnet, &TWO_SUBNETS, agrees_with_the_engine());
         assert_eq!(rounds(&runs), [1 + 90 * 2 * latency, 1 + 2 * latency], "latency {latency}");
     }

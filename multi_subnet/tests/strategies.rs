@@ -6,10 +6,11 @@ use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy, Wait};
 use multi_subnet::engines::sim::SimEngine;
 use multi_subnet::engines::{Engine, IngressId, TimeStep};
 use multi_subnet::scenario::{self, Deployment, Placement, Topology, controller};
+use sim::Sim;
 
 fn deployed(topology: Topology, callees: usize) -> (SimEngine, Deployment) {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
-    let mut engine = SimEngine::start(topology.subnets());
+    let mut engine = SimEngine::new(Sim::builder().with_subnets(topology.subnets()).build());
     let placement = Placement { callees, ..Placement::default() };
     let deployment = scenario::deploy_placed(&mut engine, topology, placement, &wasms).expect("deploys");
     (engine, deployment)
@@ -58,7 +59,7 @@ const UNEVEN_CALLEE: &str = include_str!("fixtures/uneven_callee.wat");
 #[test]
 fn bounded_refills_its_window_as_soon_as_any_call_answers() {
     let wasms = canister_wasm::caller_and_callee().unwrap();
-    let mut engine = SimEngine::start(3);
+    let mut engine = SimEngine::new(Sim::builder().with_subnets(3).build());
     let controller = controller();
     let caller = engine.create_canister(0, controller).unwrap();
     let uneven = engine.create_canister(1, controller).unwrap();
@@ -158,7 +159,8 @@ fn a_window_with_no_free_slot_and_nothing_in_flight_stops_and_says_what_it_did_n
 #[test]
 fn a_job_retries_what_a_window_did_not_start_and_delivers_everything() {
     let wasms = canister_wasm::caller_and_callee().unwrap();
-    let mut engine = SimEngine::start_with_time_step(2, TimeStep::ONE_SECOND);
+    let mut engine =
+        SimEngine::new(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
     let d = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
     d.client().submit_example(&mut engine, Strategy::Parallel, 500).unwrap();
     let retry = RetryPolicy { max_attempts: 10, backoff_ms: 1_000, idempotent: false };

@@ -110,11 +110,12 @@ impl EngineFactory {
     /// `profile`. Only the simulator can follow mainnet's.
     pub fn start_profile(&self, subnets: usize, profile: Profile) -> Result<Box<dyn Engine>> {
         match (self, profile) {
-            (Self::Sim, _) => Ok(Box::new(sim::SimEngine::start_with(
-                subnets,
-                profile.time_step(),
-                profile.xnet_latency_rounds(),
-            ))),
+            (Self::Sim, _) => {
+                let builder =
+                    ::sim::Sim::builder().with_subnets(subnets).with_time_step(profile.time_step().0);
+                let sim = builder.with_xnet_latency_rounds(profile.xnet_latency_rounds()).build();
+                Ok(Box::new(sim::SimEngine::new(sim)))
+            }
             (Self::PocketIc(_), Profile::PocketIc) => self.start(subnets, profile.time_step()),
             (Self::PocketIc(_), Profile::Mainnet { .. }) => anyhow::bail!(
                 "--profile mainnet needs the simulator (--engine sim): PocketIC inducts every cross-subnet message at the next round"
@@ -128,7 +129,9 @@ impl EngineFactory {
             Self::PocketIc(server) => {
                 Box::new(pocket_ic::PocketIcEngine::start_with_time_step(server.clone(), subnets, step)?)
             }
-            Self::Sim => Box::new(sim::SimEngine::start_with_time_step(subnets, step)),
+            Self::Sim => Box::new(sim::SimEngine::new(
+                ::sim::Sim::builder().with_subnets(subnets).with_time_step(step.0).build(),
+            )),
         })
     }
 }

@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow};
 use candid::Principal;
 use sim::{MessageId, Sim};
 
-use super::{Engine, EngineKind, IngressId, IngressOutcome, TimeStep};
+use super::{Engine, EngineKind, IngressId, IngressOutcome};
 
 /// How reports name this engine.
 pub const DESCRIPTION: &str = "sim (this project's simulator: a model of IC message routing running the real canister wasm; not PocketIC)";
@@ -16,28 +16,9 @@ pub struct SimEngine {
 }
 
 impl SimEngine {
-    /// A simulated IC with `subnets` application subnets, whose time moves
-    /// 1 ns per round, as PocketIC's does.
-    pub fn start(subnets: usize) -> Self {
-        Self::start_with_time_step(subnets, TimeStep::POCKET_IC)
-    }
-
-    pub fn start_with_time_step(subnets: usize, step: TimeStep) -> Self {
-        Self::start_with(subnets, step, 0)
-    }
-
-    /// With `xnet_latency_rounds` between sending a message to another
-    /// subnet and its induction (see `sim::SimConfig`).
-    pub fn start_with(subnets: usize, step: TimeStep, xnet_latency_rounds: u64) -> Self {
-        let mut builder = Sim::builder().with_time_step(step.0).with_xnet_latency_rounds(xnet_latency_rounds);
-        for _ in 0..subnets {
-            builder = builder.with_subnet();
-        }
-        Self::with_sim(builder.build())
-    }
-
-    /// On a simulator configured by hand (its host-memory budget, say).
-    pub fn with_sim(sim: Sim) -> Self {
+    /// The harness's engine over `sim`, which `Sim::builder()` configures
+    /// (its subnets, time step, cross-subnet latency, host memory).
+    pub fn new(sim: Sim) -> Self {
         Self { sim, submitted: vec![] }
     }
 

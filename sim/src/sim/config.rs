@@ -127,6 +127,11 @@ impl SimBuilder {
         self
     }
 
+    /// Adds `n` application subnets with generated ids.
+    pub fn with_subnets(self, n: usize) -> Self {
+        (0..n).fold(self, |builder, _| builder.with_subnet())
+    }
+
     /// Adds an application subnet with id `id`.
     pub fn with_subnet_id(mut self, id: Principal) -> Self {
         self.subnet_ids.push(id);
