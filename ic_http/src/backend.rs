@@ -89,6 +89,12 @@ pub trait Backend {
         0
     }
 
+    /// What a live view of the network shows (`/_/dashboard`); `None` if
+    /// the backend gives none.
+    fn view(&self) -> Option<ic_model::NetworkView> {
+        None
+    }
+
     /// Its whole state, for a network that keeps one across restarts
     /// ([`Network::start_saved`](crate::Network::start_saved) rebuilds the
     /// backend from the bytes it encodes to); called between rounds.

@@ -81,4 +81,8 @@ impl<E: Engine> Backend for Ic<E> {
     fn save(&self) -> Result<SavedState, String> {
         Ic::save(self)
     }
+
+    fn view(&self) -> Option<ic_model::NetworkView> {
+        Some(Ic::view(self))
+    }
 }

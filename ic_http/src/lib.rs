@@ -15,6 +15,7 @@
 mod auth;
 mod backend;
 mod cbor;
+mod dashboard;
 mod ic_backend;
 mod ingress;
 mod network;

@@ -43,6 +43,8 @@ const MAX_LABELS_PER_PATH: usize = 127;
 pub fn router(network: Network) -> Router {
     Router::new()
         .route("/api/v2/status", get(status))
+        .route("/_/dashboard", get(crate::dashboard::page))
+        .route("/_/dashboard/state", get(crate::dashboard::state))
         .route("/api/{version}/canister/{effective}/call", post(call))
         .route("/api/{version}/canister/{effective}/query", post(query))
         .route("/api/{version}/canister/{effective}/read_state", post(read_canister_state))

@@ -44,6 +44,21 @@ pub struct CallToModel {
     pub cycles: u128,
 }
 
+/// Calls from one canister to another performed and not answered yet: the
+/// request slots the pair holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CallsInFlight {
+    /// The canister that called.
+    pub caller: Principal,
+    /// The canister called.
+    pub callee: Principal,
+    /// How many.
+    pub calls: u32,
+    /// The most at any point of the last round: calls within a subnet can
+    /// fill and free the slots within one round.
+    pub peak_last_round: u32,
+}
+
 /// An engine that executes canisters. A refusal is the [`Reject`] the IC
 /// gives for the same refusal: the engine classifies its own failures.
 pub trait Engine {
@@ -90,6 +105,12 @@ pub trait Engine {
     fn executions(&self) -> u64;
     /// Moves its time on by `ns`.
     fn advance_time(&mut self, ns: u64);
+    /// Rounds executed so far.
+    fn rounds(&self) -> u64;
+    /// The request slots each (caller, callee) pair may hold.
+    fn queue_capacity(&self) -> u32;
+    /// The pairs that hold request slots now.
+    fn calls_in_flight(&self) -> Vec<CallsInFlight>;
 
     /// The subnets, in the engine's order.
     fn subnets(&self) -> Vec<Principal>;

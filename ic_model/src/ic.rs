@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::engine::Engine;
+use crate::engine::{CallsInFlight, Engine};
 use crate::ingress::Ingress;
 use crate::management::{self, CanisterInfo};
 use crate::system_canisters::{self, Host, SystemCanisters};
@@ -24,6 +24,30 @@ pub enum Effective {
     Subnet(Principal),
     /// The subnet that hosts this canister id.
     Canister(Principal),
+}
+
+/// The network as a live view shows it ([`Ic::view`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NetworkView {
+    /// The network's time, in ns since the epoch.
+    pub time_ns: u64,
+    /// Rounds executed so far.
+    pub rounds: u64,
+    /// The request slots each (caller, callee) pair may hold.
+    pub queue_capacity: u32,
+    /// Each subnet and the canisters it hosts.
+    pub subnets: Vec<SubnetView>,
+    /// The pairs that hold request slots now.
+    pub calls_in_flight: Vec<CallsInFlight>,
+}
+
+/// A subnet and the canisters it hosts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SubnetView {
+    /// Its id.
+    pub id: Principal,
+    /// The canisters it hosts.
+    pub canisters: Vec<Principal>,
 }
 
 /// What the model keeps beside the engine's state, saved with it.
@@ -94,6 +118,22 @@ impl<E: Engine> Ic<E> {
     /// canisters' data certificates read.
     pub fn certified(&self) -> &Arc<CertifiedState> {
         &self.certified
+    }
+
+    /// What a live view of the network shows: nothing a query could not
+    /// read, and it changes nothing.
+    pub fn view(&self) -> NetworkView {
+        let subnets = self.engine.subnets().into_iter().map(|id| {
+            let hosted = self.state.canisters.iter().filter(|(_, info)| info.subnet == id);
+            SubnetView { id, canisters: hosted.map(|(&canister, _)| canister).collect() }
+        });
+        NetworkView {
+            time_ns: self.engine.time(),
+            rounds: self.engine.rounds(),
+            queue_capacity: self.engine.queue_capacity(),
+            subnets: subnets.collect(),
+            calls_in_flight: self.engine.calls_in_flight(),
+        }
     }
 
     /// The canister, or the reject a call to a missing one gets.

@@ -26,8 +26,8 @@ pub mod system_canisters;
 pub use certified_state::{
     CanisterState, CertifiedState, Edits, Path, SubnetRanges, SubnetState, leb128, to_cbor,
 };
-pub use engine::{Engine, EngineStatus};
-pub use ic::{Effective, Ic, IcState};
+pub use engine::{CallsInFlight, Engine, EngineStatus};
+pub use ic::{Effective, Ic, IcState, NetworkView, SubnetView};
 pub use ingress::routed_to;
 pub use keys::Keys;
 pub use reject::Reject;

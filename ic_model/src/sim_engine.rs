@@ -7,7 +7,7 @@ use ic_management_canister_types::CanisterSettings;
 use sim::{IDS_PER_SUBNET, Sim, SimError, canister_id};
 use std::collections::BTreeMap;
 
-use crate::engine::{CallToModel, Engine, EngineStatus};
+use crate::engine::{CallToModel, CallsInFlight, Engine, EngineStatus};
 use crate::{Ic, Keys, Reject, SubnetRanges};
 
 /// What the simulator is, as every server that runs it says.
@@ -145,6 +145,25 @@ impl Engine for Sim {
 
     fn advance_time(&mut self, ns: u64) {
         Sim::advance_time(self, ns);
+    }
+
+    fn rounds(&self) -> u64 {
+        self.ticks()
+    }
+
+    fn queue_capacity(&self) -> u32 {
+        self.config().queue_capacity
+    }
+
+    fn calls_in_flight(&self) -> Vec<CallsInFlight> {
+        let pairs = self.pairs_in_flight().into_iter();
+        let pairs = pairs.map(|(caller, callee, calls, peak_last_round)| CallsInFlight {
+            caller,
+            callee,
+            calls,
+            peak_last_round,
+        });
+        pairs.collect()
     }
 
     fn subnets(&self) -> Vec<Principal> {

@@ -109,6 +109,43 @@ async fn on_one_subnet_2000_parallel_calls_meet_the_500_slot_queue() {
     assert_eq!(calls(&controller, caller, "sequential_calls", 2000).await, 2000);
 }
 
+/// The live view at `/_/dashboard`: read while `parallel_calls(2000)`
+/// runs at a pace slow enough to watch, it shows the pair's 500 slots
+/// full, and no more.
+#[tokio::test]
+async fn the_live_view_shows_2000_parallel_calls_filling_the_500_slots() {
+    let options = ic_http::Options { round_interval: Some(Duration::from_millis(150)), ..Default::default() };
+    let (url, caller, callee, _network) = paced_network(1, principal_of(1), 0, options).await;
+    let controller = agent(&url, 1).await;
+    setup_callee(&controller, caller, callee).await;
+    let page = reqwest::get(format!("{url}/_/dashboard")).await.unwrap();
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(page.text().await.unwrap().contains("Calls in flight, per (caller, callee)"));
+
+    let (done, mut stop) = tokio::sync::oneshot::channel::<()>();
+    let state_url = format!("{url}/_/dashboard/state");
+    let watcher = tokio::spawn(async move {
+        let (mut peak, mut capacity, mut engine) = (0, 0, String::new());
+        while stop.try_recv().is_err() {
+            let view: serde_json::Value = reqwest::get(&state_url).await.unwrap().json().await.unwrap();
+            capacity = view["queue_capacity"].as_u64().unwrap();
+            engine = view["engine"].as_str().unwrap().to_string();
+            for pair in view["calls_in_flight"].as_array().unwrap() {
+                if pair["caller"] == caller.to_text() && pair["callee"] == callee.to_text() {
+                    peak = peak.max(pair["peak_last_round"].as_u64().unwrap());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        (peak, capacity, engine)
+    });
+    assert_eq!(calls(&controller, caller, "parallel_calls", 2000).await, 500);
+    done.send(()).unwrap();
+    let (peak, capacity, engine) = watcher.await.unwrap();
+    assert_eq!((peak, capacity), (500, 500));
+    assert!(engine.contains("simulator") && engine.contains("not the replica"), "{engine}");
+}
+
 /// With a round every 25 ms and mainnet's cross-subnet latency, a call
 /// takes about its rounds times the pace in wall time, and sequential
 /// calls take about n times as long as parallel ones (loose bounds: this

@@ -28,6 +28,20 @@ fn a_pair_has_500_request_slots_shared_by_messages() {
 }
 
 #[test]
+fn a_pairs_peak_in_a_round_shows_slots_taken_and_freed_within_it() {
+    let mut w = world(1, 1, 0);
+    let callee = w.callees[0];
+    submit_fan_out(&mut w.sim, w.probe, &[record(callee, 600, Method::Ping, false)]);
+    w.sim.tick();
+    // The calls were performed, answered and consumed within one round.
+    let [(caller, to, between_rounds, peak)] = w.sim.pairs_in_flight()[..] else { panic!("one pair") };
+    assert_eq!((caller, to, peak), (w.probe, callee, 500));
+    assert!(between_rounds < peak, "{between_rounds} of them still in flight after the round");
+    run_until_idle(&mut w.sim);
+    assert_eq!(w.sim.pairs_in_flight(), [], "a round without calls has no peak");
+}
+
+#[test]
 fn slots_are_freed_when_responses_are_consumed() {
     let mut w = world(1, 1, 0);
     let callee = w.callees[0];

@@ -47,6 +47,10 @@ fn gone() -> Reject {
 }
 
 impl Backend for Remote {
+    fn view(&self) -> Option<ic_model::NetworkView> {
+        self.run(None, |i| Backend::view(i))
+    }
+
     fn description(&self) -> String {
         self.run("a deleted instance".into(), |i| Backend::description(i))
     }

@@ -133,7 +133,10 @@ impl Canister {
             state.global_timer = timer;
         }
         for (callee, taken) in &effects.slots_taken {
-            *state.in_flight.entry(*callee).or_default() += taken;
+            let in_flight = state.in_flight.entry(*callee).or_default();
+            *in_flight += taken;
+            let peak = state.round_peak.entry(*callee).or_default();
+            *peak = (*peak).max(*in_flight);
         }
         if let Some(data) = effects.certified_data {
             state.certified_data = data;

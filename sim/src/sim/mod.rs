@@ -474,6 +474,23 @@ impl Sim {
             || self.outside.new_calls() > 0
     }
 
+    /// The request slots each (caller, callee) pair holds (calls performed
+    /// whose responses have not been consumed, out of
+    /// [`SimConfig::queue_capacity`]), and the most it held at any point of
+    /// the last round: (caller, callee, now, peak), for the pairs that held
+    /// any.
+    pub fn pairs_in_flight(&self) -> Vec<(Principal, Principal, u32, u32)> {
+        let pairs = self.canisters.iter().flat_map(|(&caller, canister)| {
+            let state = canister.system_state();
+            let now = |callee| state.in_flight.get(callee).copied().unwrap_or(0);
+            state
+                .round_peak
+                .iter()
+                .map(move |(callee, &peak)| (caller, *callee, now(callee), peak.max(now(callee))))
+        });
+        pairs.filter(|&(_, _, _, peak)| peak > 0).collect()
+    }
+
     /// What is still open: unanswered ingress, call contexts, held slots
     /// and messages not yet executed.
     pub fn outstanding(&self) -> Outstanding {

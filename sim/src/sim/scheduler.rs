@@ -10,6 +10,10 @@ impl Sim {
     pub fn tick(&mut self) {
         self.time = self.time.saturating_add(self.config.time_step_ns);
         self.ticks += 1;
+        for canister in self.canisters.values_mut() {
+            let state = canister.system_state_mut();
+            state.round_peak.clone_from(&state.in_flight);
+        }
         self.apply_due_events();
         for subnet in 0..self.subnets.len() {
             if !self.is_stalled(subnet) {

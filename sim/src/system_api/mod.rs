@@ -105,6 +105,11 @@ pub struct SystemState {
     /// Requests in flight per callee: performed and not yet answered by a
     /// consumed response.
     pub in_flight: BTreeMap<Principal, u32>,
+    /// The most requests in flight per callee at any point of the last
+    /// round: a same-subnet call can take and free its slot within one
+    /// round, where `in_flight` between rounds shows nothing (a live
+    /// view's figure; not saved).
+    pub round_peak: BTreeMap<Principal, u32>,
     pub global_timer: u64,
     pub canister_version: u64,
     /// What the canister certified (`certified_data_set`), at most 32 bytes.
@@ -149,6 +154,7 @@ impl SystemState {
             freezing_reserve: 0,
             stable: StableMemory::default(),
             in_flight: BTreeMap::new(),
+            round_peak: BTreeMap::new(),
             global_timer: 0,
             canister_version: 0,
             certified_data: vec![],
