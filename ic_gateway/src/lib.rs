@@ -121,9 +121,10 @@ fn resolve(headers: &HeaderMap, uri: &Uri) -> Result<Target, Unresolved> {
 }
 
 async fn serve(State(gateway): State<Gateway>, request: Request) -> Response {
+    let port = port(request.headers());
     let target = match resolve(request.headers(), request.uri()) {
         Ok(target) => target,
-        Err(unresolved) => return unresolved_page(&unresolved, request.headers()),
+        Err(unresolved) => return unresolved_page(&unresolved, &port),
     };
     let Some(client) = gateway.client.get() else {
         return page(
@@ -153,14 +154,18 @@ async fn serve(State(gateway): State<Gateway>, request: Request) -> Response {
                 Ok(body) => String::from_utf8_lossy(&body.to_bytes()).into_owned(),
                 Err(_) => String::new(),
             };
-            failure_page(parts.status, &target, &error, &said)
+            failure_page(parts.status, &target, &error, &said, &port)
         }
     }
 }
 
-fn unresolved_page(unresolved: &Unresolved, headers: &HeaderMap) -> Response {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1:<port>");
-    let port = host.rsplit_once(':').map_or(String::new(), |(_, port)| format!(":{port}"));
+/// `:<port>` as the request's host gives it, for the addresses a page suggests.
+fn port(headers: &HeaderMap) -> String {
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    host.rsplit_once(':').map_or(String::new(), |(_, port)| format!(":{port}"))
+}
+
+fn unresolved_page(unresolved: &Unresolved, port: &str) -> Response {
     let ways = format!(
         "Open <code>http://&lt;canister id&gt;.localhost{port}/</code>, or \
          <code>http://127.0.0.1{port}/?canisterId=&lt;canister id&gt;</code> \
@@ -178,14 +183,20 @@ fn unresolved_page(unresolved: &Unresolved, headers: &HeaderMap) -> Response {
         Unresolved::Malformed { text, why } => page(
             StatusCode::BAD_REQUEST,
             "Not a canister id",
-            &format!("<code>{}</code> is not a canister id: {}.", escape(text), escape(why)),
+            &format!("<code>{}</code> is not a canister id: {}", escape(text), escape(why)),
             &ways,
         ),
     }
 }
 
 /// The page for a request the gateway failed, with the gateway's status.
-fn failure_page(status: StatusCode, target: &Target, error: &HttpGatewayError, said: &str) -> Response {
+fn failure_page(
+    status: StatusCode,
+    target: &Target,
+    error: &HttpGatewayError,
+    said: &str,
+    port: &str,
+) -> Response {
     let canister = target.canister;
     let agent_error = match error {
         HttpGatewayError::AgentError(e) => Some(&**e),
@@ -203,8 +214,11 @@ fn failure_page(status: StatusCode, target: &Target, error: &HttpGatewayError, s
         _ => said.to_string(),
     };
     let what = format!("The gateway asked canister <code>{canister}</code> for this page: {}", escape(&said));
+    // The API refuses an id in no subnet's range (400); a subnet, one it does not host.
+    let no_such_canister = matches!(agent_error, Some(AgentError::HttpError(payload)) if payload.status == 400)
+        || reject.is_some_and(|reject| reject.reject_code == RejectCode::DestinationInvalid);
     let (title, todo) = match (error, reject) {
-        (_, Some(reject)) if reject.reject_code == RejectCode::DestinationInvalid => (
+        _ if no_such_canister => (
             "No such canister",
             "Check the canister id: <code>icp canister status NAME</code> or \
              <code>dfx canister id NAME</code> shows it, on this network."
@@ -222,7 +236,7 @@ fn failure_page(status: StatusCode, target: &Target, error: &HttpGatewayError, s
             format!(
                 "The canister's response does not carry a certificate that verifies, so the gateway \
                  does not serve it. A canister certifies what it serves (ic-certified-assets, \
-                 ic-http-certification); for development, <code>http://{canister}.raw.localhost</code> \
+                 ic-http-certification); for development, <code>http://{canister}.raw.localhost{port}/</code> \
                  serves it unverified."
             ),
         ),
