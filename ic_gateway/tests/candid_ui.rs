@@ -3,12 +3,10 @@
 //! binary) served and verified, and each way a request can fail answered
 //! with the gateway's status and a page, the API serving on.
 
-use candid::{Decode, Encode, Principal};
+use candid::{Encode, Principal};
 use ic_agent::Agent;
 use ic_agent::identity::BasicIdentity;
-use ic_management_canister_types::{
-    CanisterIdRecord, CanisterInstallMode, InstallCodeArgs, ProvisionalCreateCanisterWithCyclesArgs,
-};
+use ic_utils::interfaces::ManagementCanister;
 use std::net::SocketAddr;
 
 /// A network of two subnets served with its gateway on 127.0.0.1; its
@@ -35,33 +33,14 @@ async fn network() -> (SocketAddr, Agent) {
     (address, agent)
 }
 
-/// `wasm` installed on a new canister of the first subnet, as dfx installs it.
+/// `wasm` installed on a new canister of the first subnet, as dfx installs
+/// it (ic-utils' management canister, at dfx's default effective id).
 async fn install(agent: &Agent, wasm: Vec<u8>) -> Principal {
-    let management = Principal::management_canister();
-    let create = ProvisionalCreateCanisterWithCyclesArgs {
-        amount: None,
-        settings: None,
-        specified_id: None,
-        sender_canister_version: None,
-    };
-    let created = agent
-        .update(&management, "provisional_create_canister_with_cycles")
-        .with_effective_canister_id(Principal::from_text("rwlgt-iiaaa-aaaaa-aaaaa-cai").unwrap())
-        .with_arg(Encode!(&create).unwrap())
-        .call_and_wait()
-        .await
-        .unwrap();
-    let canister = Decode!(&created, CanisterIdRecord).unwrap().canister_id;
-    let install = InstallCodeArgs {
-        mode: CanisterInstallMode::Install,
-        canister_id: canister,
-        wasm_module: wasm,
-        arg: Encode!().unwrap(),
-        sender_canister_version: None,
-    };
-    let arg = Encode!(&install).unwrap();
-    let installing = agent.update(&management, "install_code").with_effective_canister_id(canister);
-    installing.with_arg(arg).call_and_wait().await.unwrap();
+    let management = ManagementCanister::create(agent);
+    let first_subnet = Principal::from_text("rwlgt-iiaaa-aaaaa-aaaaa-cai").unwrap();
+    let creating = management.create_canister().as_provisional_create_with_amount(None);
+    let (canister,) = creating.with_effective_canister_id(first_subnet).call_and_wait().await.unwrap();
+    management.install(&canister, &wasm).with_raw_arg(Encode!().unwrap()).call_and_wait().await.unwrap();
     canister
 }
 
