@@ -26,5 +26,5 @@ mod state_file;
 
 pub use backend::{Backend, Reject, SavedState};
 pub use network::{Network, Options, Persistence, SaveReport};
-pub use routes::{MAX_REQUEST_BYTES, router};
+pub use routes::{MAX_REQUEST_BYTES, router, router_beside};
 pub use serving::{RequestLimits, serve, serve_forever, serve_locally};

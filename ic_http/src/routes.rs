@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use candid::Principal;
 use ic_transport_types::{
     EnvelopeContent, NodeSignature, QueryResponse, ReadStateResponse, RejectResponse, ReplyResponse,
@@ -41,17 +41,33 @@ const MAX_LABELS_PER_PATH: usize = 127;
 /// # }
 /// ```
 pub fn router(network: Network) -> Router {
+    router_beside(network, Router::new().fallback(endpoint_not_found))
+}
+
+/// The interface's routes over `network` under `/api/`, and `others` for
+/// every other path (an HTTP gateway's, on the same port as the replica
+/// serves both). A path under `/api/` that the interface does not serve is
+/// 404 here, never `others`'s.
+pub fn router_beside(network: Network, others: Router) -> Router {
+    let api = Router::new()
+        .route("/v2/status", get(status))
+        .route("/{version}/canister/{effective}/call", post(call))
+        .route("/{version}/canister/{effective}/query", post(query))
+        .route("/{version}/canister/{effective}/read_state", post(read_canister_state))
+        .route("/{version}/subnet/{subnet}/read_state", post(read_subnet_state))
+        .fallback(endpoint_not_found);
     Router::new()
-        .route("/api/v2/status", get(status))
+        .nest("/api", api)
+        .route("/api", any(endpoint_not_found))
         .route("/_/dashboard", get(crate::dashboard::page))
         .route("/_/dashboard/state", get(crate::dashboard::state))
-        .route("/api/{version}/canister/{effective}/call", post(call))
-        .route("/api/{version}/canister/{effective}/query", post(query))
-        .route("/api/{version}/canister/{effective}/read_state", post(read_canister_state))
-        .route("/api/{version}/subnet/{subnet}/read_state", post(read_subnet_state))
-        .fallback(|| async { HttpError::not_found("Endpoint not found.") })
+        .fallback_service(others)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(network)
+}
+
+async fn endpoint_not_found() -> HttpError {
+    HttpError::not_found("Endpoint not found.")
 }
 
 /// The versions of `query` and `read_state` agents use: ic-agent 0.49

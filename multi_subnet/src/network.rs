@@ -174,12 +174,15 @@ impl NetworkArgs {
         let root_key = hex::encode(network.root_key());
         let subnets: Vec<Principal> = network.subnet_ids();
         let (mut announced, mut saved) = (Ok(()), Ok(()));
+        // The HTTP gateway on the API's port, as dfx's and PocketIC's: paths outside `/api/`.
+        let gateway = ic_gateway::Gateway::new(network.root_key());
         let served = ic_http::serve_forever(
-            ic_http::router(network),
+            ic_http::router_beside(network, gateway.router()),
             self.requests.limits(ic_http::MAX_REQUEST_BYTES),
             self.port,
             self.port_file.as_deref(),
             |address| {
+                gateway.connect(&format!("http://{address}")).map_err(std::io::Error::other)?;
                 announced = announce(&Serving { address, root_key, subnets });
                 // Not serving is better than serving unannounced.
                 announced.as_ref().map(drop).map_err(|_| std::io::Error::other("announcing failed"))

@@ -514,7 +514,24 @@ fn icp_network_start_runs_the_simulators_launcher() {
     for (canister, index) in [("caller", 0), ("callee", 1)] {
         project.ok(&["canister", "create", canister, "--cycles", "100t", "--subnet", &subnet(index)]);
     }
-    project.ok(&["deploy"]);
+    let deployed = project.icp(&["deploy"]);
+    let printed = [deployed.stdout, deployed.stderr].concat();
+    let printed = String::from_utf8_lossy(&printed);
+    assert!(deployed.status.success(), "icp deploy failed: {}", first_lines(&printed));
+    // The Candid UI link icp-cli prints for the caller
+    // (`http://<candid-ui>.localhost:<port>/?id=<caller>`) opens the Candid
+    // UI's page, served by the gateway on the network's port.
+    let caller_line = printed.lines().find(|line| line.trim_start().starts_with("caller: http"));
+    let link = caller_line
+        .and_then(|line| line.split_whitespace().find(|word| word.starts_with("http")))
+        .unwrap_or_else(|| panic!("no Candid UI link in {printed}"));
+    let url = reqwest::Url::parse(link).unwrap();
+    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], url.port().unwrap()));
+    let client =
+        reqwest::blocking::Client::builder().resolve(url.host_str().unwrap(), loopback).build().unwrap();
+    let page = client.get(link).send().unwrap();
+    assert_eq!(page.status(), 200, "{link}");
+    assert!(page.text().unwrap().contains("<title>DFINITY Canister Candid UI</title>"), "{link}");
     assert_eq!(project.call_local(&["caller", "sequential_calls", "(90)"]), "(90 : nat64)");
     assert_eq!(project.call_local(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
     assert_eq!(project.call_local(&["caller", "parallel_calls", "(2000)"]), "(500 : nat64)");

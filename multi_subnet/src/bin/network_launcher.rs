@@ -38,7 +38,7 @@ struct LauncherArgs {
     #[arg(long, default_value = "127.0.0.1")]
     bind: String,
 
-    /// The port of the API (and, later, the gateway); none: any free port.
+    /// The port of the API and the HTTP gateway; none: any free port.
     #[arg(long)]
     gateway_port: Option<u16>,
 
@@ -46,7 +46,8 @@ struct LauncherArgs {
     #[arg(long)]
     status_dir: PathBuf,
 
-    /// Domains the gateway answers for.
+    /// Domains the gateway answers for: taken, unused (it answers
+    /// `<id>.localhost` and `?canisterId=`).
     #[arg(long)]
     domain: Vec<String>,
 
