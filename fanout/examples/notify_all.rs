@@ -103,7 +103,7 @@ impl Work for Notify {
         let done = fan_out(Pace::Window(WINDOW), &items, notify).await;
 
         let (mut delivered, mut earlier, mut failed) = (0, 0, vec![]);
-        for (&i, outcome) in items.iter().zip(done.outcomes) {
+        for (&i, outcome) in items.iter().zip(done.into_outcomes()) {
             match outcome {
                 Some(Ok(reply)) => match reply.candid::<bool>() {
                     Ok(now) => {

@@ -18,5 +18,5 @@ async fn notify_all(targets: Vec<Principal>) -> u64 {
     let window = Pace::Window(NonZeroU64::new(400).expect("400 is not zero"));
     let notify = |&target: &Principal| Call::bounded_wait(target, "notify").into_future();
     let done = fan_out(window, &targets, notify).await;
-    done.outcomes.iter().filter(|outcome| matches!(outcome, Some(Ok(_)))).count() as u64
+    done.succeeded().count() as u64
 }

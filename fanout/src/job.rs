@@ -49,14 +49,8 @@
 //!         let window = Pace::Window(NonZeroU64::new(400).unwrap());
 //!         let call = |&i: &u64| Call::bounded_wait(users[i as usize], "notify").into_future();
 //!         let done = fan_out(window, &items, call).await;
-//!         let outcomes = items.into_iter().zip(done.outcomes);
-//!         outcomes
-//!             .filter_map(|(i, outcome)| match outcome {
-//!                 Some(Ok(_)) => None,
-//!                 Some(Err(e)) => Some(Failed::new(i, Retry::of(&e, users[i as usize]))),
-//!                 None => Some(Failed::not_attempted(i)),
-//!             })
-//!             .collect()
+//!         let failed = done.failed().map(|(n, e)| Failed::new(items[n], Retry::of(e, users[items[n] as usize])));
+//!         failed.chain(done.not_attempted().map(|n| Failed::not_attempted(items[n]))).collect()
 //!     }
 //! }
 //!

@@ -37,8 +37,8 @@
 //!     async move { if callee == "b" { Err(Failed::Rejected) } else { Ok(callee.len()) } }
 //! })
 //! .await;
-//! assert_eq!(done.outcomes, [Some(Ok(1)), Some(Err(Failed::Rejected)), Some(Ok(1))]);
-//! assert!(done.peak_in_flight <= 2);
+//! assert_eq!(done.outcomes(), [Some(Ok(1)), Some(Err(Failed::Rejected)), Some(Ok(1))]);
+//! assert!(done.peak_in_flight() <= 2);
 //! # });
 //! ```
 

@@ -44,8 +44,8 @@ proptest! {
         let sent = sent.into_inner();
         prop_assert_eq!(sent.concat(), items.clone());
         prop_assert!(sent.iter().all(|b| b.len() == k || Some(b) == sent.last()));
-        prop_assert_eq!(done.outcomes.len(), n.div_ceil(k));
-        for (index, outcome) in done.outcomes.iter().enumerate() {
+        prop_assert_eq!(done.outcomes().len(), n.div_ceil(k));
+        for (index, outcome) in done.outcomes().iter().enumerate() {
             let size = sent[index].len();
             let answered = (size as i64 + skews[index % skews.len()]).max(0) as usize;
             match outcome {
@@ -71,5 +71,5 @@ fn a_failed_call_fails_its_batch_only() {
         let answer = if batch[0] == 1 { Err(Rejected) } else { Ok(batch.to_vec()) };
         async move { answer }
     }));
-    assert_eq!(done.outcomes, [Some(Err(BatchFailed::Call(Rejected))), Some(Ok(vec![3, 4]))]);
+    assert_eq!(done.outcomes(), [Some(Err(BatchFailed::Call(Rejected))), Some(Ok(vec![3, 4]))]);
 }
