@@ -20,7 +20,7 @@
 //! use ic_fanout::{Pace, fan_out};
 //! use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 //! use ic_stable_structures::DefaultMemoryImpl;
-//! use std::{cell::RefCell, future::IntoFuture, num::NonZeroU64, thread::LocalKey};
+//! use std::{cell::RefCell, future::IntoFuture, num::NonZeroUsize, thread::LocalKey, time::Duration};
 //!
 //! type Memory = VirtualMemory<DefaultMemoryImpl>;
 //! thread_local! {
@@ -46,7 +46,7 @@
 //!     async fn pass(id: u64, pass: Pass) -> Vec<Failed> {
 //!         let users = JOBS.with(|j| j.borrow().get(id).expect("a running job is kept").state);
 //!         let items = pass.items(users.len() as u64);
-//!         let window = Pace::Window(NonZeroU64::new(400).unwrap());
+//!         let window = Pace::Window(NonZeroUsize::new(400).unwrap());
 //!         let call = |&i: &u64| Call::bounded_wait(users[i as usize], "notify").into_future();
 //!         let done = fan_out(window, &items, call).await;
 //!         let failed = done.failed().map(|(n, e)| Failed::new(items[n], Retry::of(e, users[items[n] as usize])));
@@ -56,7 +56,7 @@
 //!
 //! // In an update method: starts the job, and returns its id at once.
 //! fn notify_all(users: Vec<Principal>) -> u64 {
-//!     let policy = Policy { backoff: Backoff { max_attempts: 5, first_ms: 1_000 }, idempotent: false };
+//!     let policy = Policy { backoff: Backoff { max_attempts: 5, first: Duration::from_secs(1) }, idempotent: false };
 //!     job::start::<Notify>(users, Some(policy)).expect("the backoff is within the caps")
 //! }
 //!
@@ -86,7 +86,8 @@ use ic_cdk_timers::TimerId;
 ///
 /// ```
 /// use ic_fanout::{job::Policy, retry::Backoff};
-/// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 500 }, idempotent: true };
+/// # use std::time::Duration;
+/// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(500) }, idempotent: true };
 /// assert!(policy.backoff.check().is_ok());
 /// ```
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,7 +207,8 @@ impl Pass {
 /// use ic_fanout::job::{Failed, Pass, Policy, Schedule};
 /// use ic_fanout::retry::{Backoff, Retry};
 ///
-/// let policy = Policy { backoff: Backoff { max_attempts: 2, first_ms: 1 }, idempotent: false };
+/// # use std::time::Duration;
+/// let policy = Policy { backoff: Backoff { max_attempts: 2, first: Duration::from_millis(1) }, idempotent: false };
 /// let mut schedule = Schedule::new(Some(policy), 0);
 /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Always), Failed::new(1, Retry::Never)], 10);
 /// assert_eq!(schedule.next_due(), Some(10 + 1_000_000), "call 0 waits 1 ms; call 1 is given up");
@@ -256,7 +258,8 @@ impl Schedule {
     /// ```
     /// use ic_fanout::job::{Failed, Pass, Policy, Schedule};
     /// use ic_fanout::retry::{Backoff, Retry};
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 1 }, idempotent: false };
+    /// # use std::time::Duration;
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(1) }, idempotent: false };
     /// let mut schedule = Schedule::new(Some(policy), 0);
     /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::IfIdempotent), Failed::not_attempted(1)], 5);
     /// assert_eq!(schedule.given_up(), 1, "call 0 may have executed, and the callee is not idempotent");
@@ -268,8 +271,9 @@ impl Schedule {
         for Failed { item, retry, attempted } in failed {
             let attempt = attempt_of(item) + u32::from(attempted);
             let waits = self.policy.and_then(|Policy { backoff, idempotent }| {
-                let due = now.saturating_add(backoff.delay_ns(attempt.max(2)));
-                let deadline = u128::from(self.started_at) + backoff.total_ms() * 1_000_000;
+                let delay = u64::try_from(backoff.delay(attempt.max(2)).as_nanos()).unwrap_or(u64::MAX);
+                let due = now.saturating_add(delay);
+                let deadline = u128::from(self.started_at) + backoff.total().as_nanos();
                 let in_time =
                     if attempted { attempt <= backoff.max_attempts } else { u128::from(due) <= deadline };
                 (retry.allows(idempotent) && in_time).then_some(due)
@@ -375,7 +379,8 @@ impl Schedule {
     ///
     /// ```
     /// use ic_fanout::{job::{Policy, Schedule}, retry::Backoff};
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 500 }, idempotent: true };
+    /// # use std::time::Duration;
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(500) }, idempotent: true };
     /// assert_eq!(Schedule::new(Some(policy), 0).policy(), Some(policy));
     /// assert_eq!(Schedule::new(None, 0).policy(), None, "nothing is retried");
     /// ```
@@ -427,7 +432,8 @@ impl Schedule {
     /// ```
     /// use ic_fanout::job::{Failed, Pass, Policy, Schedule};
     /// use ic_fanout::retry::{Backoff, Retry};
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 1 }, idempotent: true };
+    /// # use std::time::Duration;
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(1) }, idempotent: true };
     /// let mut schedule = Schedule::new(Some(policy), 0);
     /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Never), Failed::new(1, Retry::Always)], 0);
     /// assert_eq!((schedule.given_up(), schedule.waiting().len()), (1, 1));
@@ -441,7 +447,8 @@ impl Schedule {
     /// ```
     /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
     /// use ic_fanout::retry::{Backoff, Retry};
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 2 }, idempotent: false };
+    /// # use std::time::Duration;
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(2) }, idempotent: false };
     /// let mut schedule = Schedule::new(Some(policy), 0);
     /// schedule.absorb(&Pass::First, [Failed::new(4, Retry::Always)], 1_000);
     /// assert_eq!(schedule.waiting(), [Pending { item: 4, attempt: 2, due: 1_000 + 2_000_000 }]);
@@ -733,13 +740,14 @@ pub trait Work: 'static {
 /// #     }
 /// # }
 /// use ic_fanout::{job::{self, Policy}, retry::{Backoff, BackoffError}};
+/// use std::time::Duration;
 /// // In an update method: starts the job, and returns its id at once.
 /// fn notify_all(users: Vec<Principal>) -> u64 {
-///     let policy = Policy { backoff: Backoff { max_attempts: 5, first_ms: 1_000 }, idempotent: false };
+///     let policy = Policy { backoff: Backoff { max_attempts: 5, first: Duration::from_secs(1) }, idempotent: false };
 ///     job::start::<Notify>(users, Some(policy)).expect("the backoff is within the caps")
 /// }
-/// let refused = Policy { backoff: Backoff { max_attempts: 5, first_ms: 0 }, idempotent: false };
-/// assert_eq!(job::start::<Notify>(vec![], Some(refused)), Err(BackoffError::FirstZero));
+/// let refused = Policy { backoff: Backoff { max_attempts: 5, first: Duration::ZERO }, idempotent: false };
+/// assert_eq!(job::start::<Notify>(vec![], Some(refused)), Err(BackoffError::FirstUnderOneMs));
 /// assert!(Notify::jobs().with(|jobs| jobs.borrow().is_empty()), "nothing is started");
 /// ```
 pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, BackoffError> {
@@ -859,7 +867,8 @@ async fn retry<W: Work>(id: u64, armed: u64) {
 mod tests {
     use super::*;
 
-    const POLICY: Policy = Policy { backoff: Backoff { max_attempts: 3, first_ms: 1 }, idempotent: false };
+    const POLICY: Policy =
+        Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(1) }, idempotent: false };
 
     #[test]
     fn retryable_failures_wait_out_the_backoff() {
@@ -914,8 +923,10 @@ mod tests {
 
     #[test]
     fn a_call_that_was_not_attempted_keeps_its_attempt() {
-        let mut s =
-            Schedule::new(Some(Policy { backoff: Backoff { max_attempts: 2, first_ms: 1 }, ..POLICY }), 0);
+        let mut s = Schedule::new(
+            Some(Policy { backoff: Backoff { max_attempts: 2, first: Duration::from_millis(1) }, ..POLICY }),
+            0,
+        );
         s.absorb(&Pass::First, [Failed::not_attempted(0)], 0);
         assert_eq!(s.waiting[0].attempt, 1);
         assert_eq!(s.waiting[0].due, 1_000_000, "it still waits out a backoff");

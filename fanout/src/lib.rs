@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use ic_fanout::{Pace, Refusal, fan_out};
-//! use std::num::NonZeroU64;
+//! use std::num::NonZeroUsize;
 //!
 //! /// What a call can fail with; `NoSlot` is a refusal.
 //! #[derive(Debug, PartialEq)]
@@ -31,7 +31,7 @@
 //!
 //! # futures::executor::block_on(async {
 //! let callees = ["a", "b", "c"];
-//! let window = Pace::Window(NonZeroU64::new(2).unwrap());
+//! let window = Pace::Window(NonZeroUsize::new(2).unwrap());
 //! let done = fan_out(window, &callees, |callee| {
 //!     let callee = callee.to_string();
 //!     async move { if callee == "b" { Err(Failed::Rejected) } else { Ok(callee.len()) } }

@@ -11,14 +11,14 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
-use std::num::NonZeroU64;
+use std::num::NonZeroUsize;
 use std::pin::pin;
 
 /// How many calls [`fan_out`] keeps in flight.
 ///
 /// ```
 /// use ic_fanout::Pace;
-/// assert_eq!(Pace::ONE_AT_A_TIME, Pace::Window(std::num::NonZeroU64::MIN));
+/// assert_eq!(Pace::ONE_AT_A_TIME, Pace::Window(std::num::NonZeroUsize::MIN));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pace {
@@ -26,7 +26,7 @@ pub enum Pace {
     AllAtOnce,
     /// At most this many in flight, a new call started as soon as any
     /// answers; a refused call waits for a slot.
-    Window(NonZeroU64),
+    Window(NonZeroUsize),
 }
 
 impl Pace {
@@ -40,7 +40,7 @@ impl Pace {
     /// let done = futures::executor::block_on(fan_out(Pace::ONE_AT_A_TIME, &[1, 2, 3], call));
     /// assert_eq!(done.outcomes(), [Some(Ok(1)), Some(Err(NoSlot)), None], "a refusal stops it");
     /// ```
-    pub const ONE_AT_A_TIME: Pace = Pace::Window(NonZeroU64::MIN);
+    pub const ONE_AT_A_TIME: Pace = Pace::Window(NonZeroUsize::MIN);
 }
 
 /// Tells a failure that was never performed (no free slot, too few cycles:
@@ -218,7 +218,7 @@ where
 /// there is no answer to wait for: the refused call fails and the calls not
 /// started stay `None`.
 async fn windowed<T, Fut, R, E>(
-    k: u64,
+    k: usize,
     n: usize,
     mut tracked: T,
     in_flight: &InFlight,
@@ -243,7 +243,7 @@ where
     let mut requeued = 0;
     let mut stopped = false;
     loop {
-        while gate_open.get() && (pending.len() as u64) < window {
+        while gate_open.get() && pending.len() < window {
             let Some(index) = waiting.pop_front() else { break };
             pending.push(gated(index));
         }
@@ -261,7 +261,7 @@ where
                     outcomes[index] = Some(outcome);
                 } else {
                     requeued += 1;
-                    window = in_flight.now.get();
+                    window = in_flight.now.get() as usize;
                     waiting.insert(requeued_here, index);
                     requeued_here += 1;
                 }

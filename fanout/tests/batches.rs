@@ -6,7 +6,7 @@ use ic_fanout::batch::{BatchFailed, fan_out_batches};
 use ic_fanout::{Pace, Refusal};
 use proptest::prelude::*;
 use std::cell::RefCell;
-use std::num::{NonZeroU64, NonZeroUsize};
+use std::num::NonZeroUsize;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Rejected;
@@ -18,7 +18,7 @@ impl Refusal for Rejected {
 }
 
 fn pace(window: u64) -> Pace {
-    NonZeroU64::new(window).map_or(Pace::AllAtOnce, Pace::Window)
+    NonZeroUsize::new(window as usize).map_or(Pace::AllAtOnce, Pace::Window)
 }
 
 proptest! {

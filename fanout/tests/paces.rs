@@ -7,7 +7,7 @@ use ic_fanout::{FanOut, Pace, Refusal, fan_out};
 use proptest::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::future::{Future, poll_fn};
-use std::num::NonZeroU64;
+use std::num::NonZeroUsize;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
@@ -92,7 +92,7 @@ fn items(n: u64) -> Vec<u64> {
 }
 
 fn window(k: u64) -> Pace {
-    Pace::Window(NonZeroU64::new(k).unwrap())
+    Pace::Window(NonZeroUsize::new(k as usize).unwrap())
 }
 
 /// Drives the fan-out to completion, answering one call at a time with `pick`.
