@@ -42,8 +42,11 @@
 //! # });
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod batch;
 #[cfg(feature = "jobs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "jobs")))]
 pub mod job;
 pub mod once;
 mod pace;
