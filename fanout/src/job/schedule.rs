@@ -239,11 +239,14 @@ impl Schedule {
     /// counts them as retries of a new pass.
     ///
     /// ```
-    /// use ic_fanout::job::{Pending, Schedule};
-    /// let waiting = [(0, 30), (1, 10), (2, 20)].map(|(item, due)| Pending { item, attempt: 2, due });
-    /// let mut schedule = Schedule::resume(None, 0, waiting.to_vec(), 0, None);
-    /// assert_eq!(schedule.take_due(25, 1), [Pending { item: 1, attempt: 2, due: 10 }], "1 of the 2 due");
-    /// assert_eq!((schedule.retries(), schedule.waiting().len()), (1, 2));
+    /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
+    /// use ic_fanout::retry::{Backoff, Retry};
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: std::time::Duration::from_millis(1) }, idempotent: false };
+    /// let mut schedule = Schedule::new(Some(policy), 0);
+    /// schedule.absorb(&Pass::First, [Failed::new(1, Retry::Always), Failed::new(0, Retry::Always)], 0);
+    /// assert!(schedule.take_due(999_999, 10).is_empty(), "each waits 1 ms");
+    /// assert_eq!(schedule.take_due(1_000_000, 1), [Pending { item: 0, attempt: 2, due: 1_000_000 }], "1 of the 2 due");
+    /// assert_eq!((schedule.retries(), schedule.waiting().len()), (1, 1));
     /// ```
     pub fn take_due(&mut self, now: u64, max: usize) -> Vec<Pending> {
         self.waiting.sort_by_key(|p| (p.due, p.item));
@@ -275,10 +278,13 @@ impl Schedule {
     /// When the next retry is due, if one is waiting.
     ///
     /// ```
-    /// use ic_fanout::job::{Pending, Schedule};
-    /// assert_eq!(Schedule::new(None, 0).next_due(), None);
-    /// let waiting = [(0, 30), (1, 10)].map(|(item, due)| Pending { item, attempt: 2, due });
-    /// assert_eq!(Schedule::resume(None, 0, waiting.to_vec(), 0, None).next_due(), Some(10));
+    /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
+    /// use ic_fanout::retry::{Backoff, Retry};
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: std::time::Duration::from_millis(1) }, idempotent: false };
+    /// let mut schedule = Schedule::new(Some(policy), 0);
+    /// assert_eq!(schedule.next_due(), None);
+    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Always)], 10);
+    /// assert_eq!(schedule.next_due(), Some(10 + 1_000_000));
     /// ```
     pub fn next_due(&self) -> Option<u64> {
         self.waiting.iter().map(|p| p.due).min()
@@ -286,6 +292,10 @@ impl Schedule {
 
     /// A schedule kept some other way (by an earlier version of your
     /// canister, say), brought in with no pass running.
+    //
+    // Hidden: only the demo caller's upgrade from its v0.1.0 (which kept
+    // its jobs itself, ids and waiting calls included) needs it, to bring
+    // those jobs in with `Jobs::put`; not part of the API to build on.
     ///
     /// ```
     /// use ic_fanout::job::{Pending, Schedule};
@@ -293,6 +303,7 @@ impl Schedule {
     /// let schedule = Schedule::resume(None, 10, waiting, 4, None);
     /// assert_eq!((schedule.next_due(), schedule.retries()), (Some(50), 4));
     /// ```
+    #[doc(hidden)]
     pub fn resume(
         policy: Option<Policy>,
         started_at: u64,
@@ -344,11 +355,13 @@ impl Schedule {
     /// Calls made again so far.
     ///
     /// ```
-    /// use ic_fanout::job::{Pending, Schedule};
-    /// let waiting = [0, 1].map(|item| Pending { item, attempt: 2, due: 10 });
-    /// let mut schedule = Schedule::resume(None, 0, waiting.to_vec(), 0, None);
+    /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
+    /// use ic_fanout::retry::{Backoff, Retry};
+    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: std::time::Duration::from_millis(1) }, idempotent: false };
+    /// let mut schedule = Schedule::new(Some(policy), 0);
+    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Always), Failed::new(1, Retry::Always)], 0);
     /// assert_eq!(schedule.retries(), 0, "a waiting call is not counted yet");
-    /// schedule.take_due(10, 500);
+    /// schedule.take_due(u64::MAX, 500);
     /// assert_eq!(schedule.retries(), 2);
     /// ```
     pub fn retries(&self) -> u64 {

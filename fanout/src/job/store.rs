@@ -122,6 +122,11 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
 
     /// Keeps `job` under `id`, replacing any kept there: for bringing in
     /// jobs kept some other way before.
+    //
+    // Hidden: only the demo caller's upgrade from its v0.1.0 needs it
+    // (with `Schedule::resume`), to keep those jobs' ids; not part of the
+    // API to build on.
+    #[doc(hidden)]
     ///
     /// ```
     /// # use ic_fanout::job::{Job, Jobs, Schedule};
@@ -179,8 +184,8 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     /// # use ic_stable_structures::VectorMemory;
     /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
     /// let running = || Job { schedule: Schedule::new(None, 0), state: 0 };
-    /// let finished = Job { schedule: Schedule::resume(None, 0, vec![], 0, Some(5)), state: 0 };
-    /// let ids = [jobs.insert(running()), jobs.insert(finished), jobs.insert(running())];
+    /// let ids = [jobs.insert(running()), jobs.insert(running()), jobs.insert(running())];
+    /// jobs.update(ids[1], |job| job.schedule.absorb(&ic_fanout::job::Pass::First, [], 5));
     /// assert_eq!(jobs.unfinished().map(|(id, _)| id).collect::<Vec<_>>(), [ids[0], ids[2]]);
     /// ```
     pub fn unfinished(&self) -> impl Iterator<Item = (u64, Job<S>)> + '_ {
@@ -194,7 +199,8 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     /// # use ic_stable_structures::VectorMemory;
     /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 2);
     /// for _ in 0..3 {
-    ///     jobs.insert(Job { schedule: Schedule::resume(None, 0, vec![], 0, Some(1)), state: 0 });
+    ///     let id = jobs.insert(Job { schedule: Schedule::new(None, 0), state: 0 });
+    ///     jobs.update(id, |job| job.schedule.pass_lost(1)); // finished
     /// }
     /// assert_eq!(jobs.len(), 2, "the oldest finished one is forgotten");
     /// ```
