@@ -23,8 +23,9 @@ use ic_fanout::{Pace, fan_out};
 use ic_stable_structures::DefaultMemoryImpl;
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use std::cell::RefCell;
-use std::num::NonZeroU64;
+use std::num::NonZeroUsize;
 use std::thread::LocalKey;
+use std::time::Duration;
 
 type Memory = VirtualMemory<DefaultMemoryImpl>;
 
@@ -42,11 +43,12 @@ const MAX_RECEIVERS: usize = 10_000;
 
 /// Calls in flight at once per pass: each reserves cycles and queue space
 /// until answered, so a pass to 10,000 canisters goes out 500 at a time.
-const WINDOW: NonZeroU64 = NonZeroU64::new(500).expect("not zero");
+const WINDOW: NonZeroUsize = NonZeroUsize::new(500).expect("not zero");
 
 /// Up to 10 attempts, 1 s before the first retry, doubling: about 8.5
 /// minutes of waiting in all. Idempotent, as each receiver acts on a nonce once.
-const POLICY: Policy = Policy { backoff: Backoff { max_attempts: 10, first_ms: 1_000 }, idempotent: true };
+const POLICY: Policy =
+    Policy { backoff: Backoff { max_attempts: 10, first: Duration::from_secs(1) }, idempotent: true };
 
 /// One notification: its receivers, its message, and what the job tallies.
 #[derive(CandidType, Deserialize)]
@@ -103,7 +105,7 @@ impl Work for Notify {
         let done = fan_out(Pace::Window(WINDOW), &items, notify).await;
 
         let (mut delivered, mut earlier, mut failed) = (0, 0, vec![]);
-        for (&i, outcome) in items.iter().zip(done.outcomes) {
+        for (&i, outcome) in items.iter().zip(done.into_outcomes()) {
             match outcome {
                 Some(Ok(reply)) => match reply.candid::<bool>() {
                     Ok(now) => {

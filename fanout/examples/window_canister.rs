@@ -10,13 +10,13 @@
 use candid::Principal;
 use ic_cdk::call::Call;
 use ic_fanout::{Pace, fan_out};
-use std::num::NonZeroU64;
+use std::num::NonZeroUsize;
 
 /// Notifies every canister in `targets`; how many answered.
 #[ic_cdk::update]
 async fn notify_all(targets: Vec<Principal>) -> u64 {
-    let window = Pace::Window(NonZeroU64::new(400).expect("400 is not zero"));
+    let window = Pace::Window(NonZeroUsize::new(400).expect("400 is not zero"));
     let notify = |&target: &Principal| Call::bounded_wait(target, "notify").into_future();
     let done = fan_out(window, &targets, notify).await;
-    done.outcomes.iter().filter(|outcome| matches!(outcome, Some(Ok(_)))).count() as u64
+    done.succeeded().count() as u64
 }

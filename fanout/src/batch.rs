@@ -88,8 +88,8 @@ pub fn checked<R, E>(sent: usize, results: Vec<R>) -> Result<Vec<R>, BatchFailed
 ///     let answer: Vec<bool> = batch.iter().map(|_| true).take(if batch.len() == 2 { 1 } else { 2 }).collect();
 ///     async move { Ok::<_, Rejected>(answer) }
 /// }));
-/// assert_eq!(done.outcomes[0], Some(Err(BatchFailed::WrongLength { sent: 2, answered: 1 })));
-/// assert_eq!(done.outcomes[2], Some(Ok(vec![true])));
+/// assert_eq!(done.outcomes()[0], Some(Err(BatchFailed::WrongLength { sent: 2, answered: 1 })));
+/// assert_eq!(done.outcomes()[2], Some(Ok(vec![true])));
 /// ```
 pub async fn fan_out_batches<T, F, Fut, R, E>(
     pace: Pace,

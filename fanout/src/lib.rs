@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use ic_fanout::{Pace, Refusal, fan_out};
-//! use std::num::NonZeroU64;
+//! use std::num::NonZeroUsize;
 //!
 //! /// What a call can fail with; `NoSlot` is a refusal.
 //! #[derive(Debug, PartialEq)]
@@ -31,19 +31,22 @@
 //!
 //! # futures::executor::block_on(async {
 //! let callees = ["a", "b", "c"];
-//! let window = Pace::Window(NonZeroU64::new(2).unwrap());
+//! let window = Pace::Window(NonZeroUsize::new(2).unwrap());
 //! let done = fan_out(window, &callees, |callee| {
 //!     let callee = callee.to_string();
 //!     async move { if callee == "b" { Err(Failed::Rejected) } else { Ok(callee.len()) } }
 //! })
 //! .await;
-//! assert_eq!(done.outcomes, [Some(Ok(1)), Some(Err(Failed::Rejected)), Some(Ok(1))]);
-//! assert!(done.peak_in_flight <= 2);
+//! assert_eq!(done.outcomes(), [Some(Ok(1)), Some(Err(Failed::Rejected)), Some(Ok(1))]);
+//! assert!(done.peak_in_flight() <= 2);
 //! # });
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod batch;
 #[cfg(feature = "jobs")]
+#[cfg_attr(docsrs, doc(cfg(feature = "jobs")))]
 pub mod job;
 pub mod once;
 mod pace;

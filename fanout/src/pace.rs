@@ -11,14 +11,14 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
-use std::num::NonZeroU64;
+use std::num::NonZeroUsize;
 use std::pin::pin;
 
 /// How many calls [`fan_out`] keeps in flight.
 ///
 /// ```
 /// use ic_fanout::Pace;
-/// assert_eq!(Pace::ONE_AT_A_TIME, Pace::Window(std::num::NonZeroU64::MIN));
+/// assert_eq!(Pace::ONE_AT_A_TIME, Pace::Window(std::num::NonZeroUsize::MIN));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pace {
@@ -26,7 +26,7 @@ pub enum Pace {
     AllAtOnce,
     /// At most this many in flight, a new call started as soon as any
     /// answers; a refused call waits for a slot.
-    Window(NonZeroU64),
+    Window(NonZeroUsize),
 }
 
 impl Pace {
@@ -38,9 +38,9 @@ impl Pace {
     /// # impl Refusal for NoSlot { fn is_refusal(&self) -> bool { true } }
     /// let call = |&n: &u8| async move { if n == 2 { Err(NoSlot) } else { Ok(n) } };
     /// let done = futures::executor::block_on(fan_out(Pace::ONE_AT_A_TIME, &[1, 2, 3], call));
-    /// assert_eq!(done.outcomes, [Some(Ok(1)), Some(Err(NoSlot)), None], "a refusal stops it");
+    /// assert_eq!(done.outcomes(), [Some(Ok(1)), Some(Err(NoSlot)), None], "a refusal stops it");
     /// ```
-    pub const ONE_AT_A_TIME: Pace = Pace::Window(NonZeroU64::MIN);
+    pub const ONE_AT_A_TIME: Pace = Pace::Window(NonZeroUsize::MIN);
 }
 
 /// Tells a failure that was never performed (no free slot, too few cycles:
@@ -75,27 +75,78 @@ impl Refusal for ic_cdk::call::CallFailed {
     }
 }
 
-/// What [`fan_out`] did.
+/// What [`fan_out`] did: each item's outcome, in the items' order, and
+/// how the calls went.
 ///
 /// ```
 /// # use ic_fanout::{FanOut, Pace, Refusal, fan_out};
-/// # struct Never;
-/// # impl Refusal for Never { fn is_refusal(&self) -> bool { false } }
-/// let done: FanOut<u8, Never> = futures::executor::block_on(fan_out(Pace::AllAtOnce, &[1u8, 2], |&n| async move { Ok(n) }));
-/// assert_eq!(done.outcomes.len(), 2);
-/// assert_eq!(done.requeued, 0);
+/// # #[derive(Debug, PartialEq)] struct Rejected;
+/// # impl Refusal for Rejected { fn is_refusal(&self) -> bool { false } }
+/// let call = |&n: &u8| async move { if n == 2 { Err(Rejected) } else { Ok(n * 10) } };
+/// let done: FanOut<u8, Rejected> = futures::executor::block_on(fan_out(Pace::AllAtOnce, &[1, 2, 3], call));
+/// assert_eq!(done.succeeded().collect::<Vec<_>>(), [(0, &10), (2, &30)]);
+/// assert_eq!(done.failed().collect::<Vec<_>>(), [(1, &Rejected)]);
+/// assert_eq!((done.not_attempted().count(), done.requeued()), (0, 0));
 /// ```
 #[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FanOut<R, E> {
+    outcomes: Vec<Option<Result<R, E>>>,
+    peak_in_flight: u64,
+    requeued: u64,
+}
+
+impl<R, E> FanOut<R, E> {
     /// One per item, in the items' order: its call's result, or `None` if
     /// its call was never started (the window stopped after a refusal with
     /// nothing of its own in flight).
-    pub outcomes: Vec<Option<Result<R, E>>>,
+    pub fn outcomes(&self) -> &[Option<Result<R, E>>] {
+        &self.outcomes
+    }
+
+    /// The outcomes, owned (see [`outcomes`](Self::outcomes)).
+    pub fn into_outcomes(self) -> Vec<Option<Result<R, E>>> {
+        self.outcomes
+    }
+
+    /// The items whose call succeeded: each one's index and result.
+    pub fn succeeded(&self) -> impl Iterator<Item = (usize, &R)> + '_ {
+        self.outcomes.iter().enumerate().filter_map(|(i, o)| match o {
+            Some(Ok(r)) => Some((i, r)),
+            _ => None,
+        })
+    }
+
+    /// The items whose call failed: each one's index and error.
+    pub fn failed(&self) -> impl Iterator<Item = (usize, &E)> + '_ {
+        self.outcomes.iter().enumerate().filter_map(|(i, o)| match o {
+            Some(Err(e)) => Some((i, e)),
+            _ => None,
+        })
+    }
+
+    /// The indices of the items whose call was never started, for a retry
+    /// later (from a timer, never in a loop).
+    pub fn not_attempted(&self) -> impl Iterator<Item = usize> + '_ {
+        self.outcomes.iter().enumerate().filter_map(|(i, o)| o.is_none().then_some(i))
+    }
+
+    /// The indices of the items whose call did not succeed: failed or never
+    /// started, in the items' order.
+    pub fn not_succeeded(&self) -> impl Iterator<Item = usize> + '_ {
+        self.outcomes.iter().enumerate().filter_map(|(i, o)| (!matches!(o, Some(Ok(_)))).then_some(i))
+    }
+
     /// The most of its calls in flight at once.
-    pub peak_in_flight: u64,
+    pub fn peak_in_flight(&self) -> u64 {
+        self.peak_in_flight
+    }
+
     /// Calls refused and put back in line to wait for a slot: each was
     /// attempted once more than its outcome shows.
-    pub requeued: u64,
+    pub fn requeued(&self) -> u64 {
+        self.requeued
+    }
 }
 
 /// Makes one call per item at `pace`; `call(item)` makes one. Every item's
@@ -106,8 +157,8 @@ pub struct FanOut<R, E> {
 /// # #[derive(Debug, PartialEq)] struct Never;
 /// # impl Refusal for Never { fn is_refusal(&self) -> bool { false } }
 /// let done = futures::executor::block_on(fan_out(Pace::ONE_AT_A_TIME, &[3, 4], |&n| async move { Ok::<_, Never>(n * 2) }));
-/// assert_eq!(done.outcomes, [Some(Ok(6)), Some(Ok(8))]);
-/// assert_eq!(done.peak_in_flight, 0, "answered at once: never in flight");
+/// assert_eq!(done.outcomes(), [Some(Ok(6)), Some(Ok(8))]);
+/// assert_eq!(done.peak_in_flight(), 0, "answered at once: never in flight");
 /// ```
 pub async fn fan_out<T, F, Fut, R, E>(pace: Pace, items: &[T], mut call: F) -> FanOut<R, E>
 where
@@ -167,7 +218,7 @@ where
 /// there is no answer to wait for: the refused call fails and the calls not
 /// started stay `None`.
 async fn windowed<T, Fut, R, E>(
-    k: u64,
+    k: usize,
     n: usize,
     mut tracked: T,
     in_flight: &InFlight,
@@ -192,7 +243,7 @@ where
     let mut requeued = 0;
     let mut stopped = false;
     loop {
-        while gate_open.get() && (pending.len() as u64) < window {
+        while gate_open.get() && pending.len() < window {
             let Some(index) = waiting.pop_front() else { break };
             pending.push(gated(index));
         }
@@ -210,7 +261,7 @@ where
                     outcomes[index] = Some(outcome);
                 } else {
                     requeued += 1;
-                    window = in_flight.now.get();
+                    window = in_flight.now.get() as usize;
                     waiting.insert(requeued_here, index);
                     requeued_here += 1;
                 }

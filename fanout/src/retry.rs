@@ -6,6 +6,7 @@ use candid::{CandidType, Deserialize, Principal};
 use ic_cdk::call::{CallFailed, RejectCode};
 use std::fmt;
 use std::ops::RangeInclusive;
+use std::time::Duration;
 
 /// Whether a failed call may be tried again.
 ///
@@ -109,40 +110,77 @@ pub fn names_stopped_callee(message: &str, callee: Principal) -> bool {
         .is_some_and(|id| id == callee.to_text())
 }
 
-/// Waits between attempts: `first_ms` before the first retry, doubling with
-/// every further attempt, for at most `max_attempts` attempts in all.
+/// Waits between attempts: `first` before the first retry, doubling with
+/// every further attempt, for at most `max_attempts` attempts in all. Waits
+/// count whole milliseconds (a job keeps `first` in them).
 ///
-/// Capped at [`Backoff::MAX_ONE_MS`] (4 days) for one wait and
-/// [`Backoff::MAX_TOTAL_MS`] (7 days) for all of them added up: without
+/// Capped at [`Backoff::MAX_ONE`] (4 days) for one wait and
+/// [`Backoff::MAX_TOTAL`] (7 days) for all of them added up: without
 /// caps, 20 attempts from a 1-hour backoff wait about 60 years.
 ///
 /// ```
 /// use ic_fanout::retry::Backoff;
+/// use std::time::Duration;
 ///
-/// let backoff = Backoff { max_attempts: 4, first_ms: 100 };
-/// assert_eq!([2, 3, 4].map(|attempt| backoff.delay_ns(attempt)), [100_000_000, 200_000_000, 400_000_000]);
-/// assert_eq!((backoff.longest_ms(), backoff.total_ms()), (400, 700));
+/// let backoff = Backoff { max_attempts: 4, first: Duration::from_millis(100) };
+/// assert_eq!([2, 3, 4].map(|attempt| backoff.delay(attempt).as_millis()), [100, 200, 400]);
+/// assert_eq!((backoff.longest(), backoff.total()), (Duration::from_millis(400), Duration::from_millis(700)));
 /// assert!(backoff.check().is_ok());
 /// ```
-#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(from = "StoredBackoff")]
 pub struct Backoff {
     /// Attempts per call, the first included.
     pub max_attempts: u32,
     /// The wait before the first retry.
-    pub first_ms: u64,
+    pub first: Duration,
+}
+
+/// How a [`Backoff`] is encoded (in a job kept in stable memory): as before
+/// it took a `Duration`, so jobs kept then still decode.
+#[derive(CandidType, Deserialize)]
+struct StoredBackoff {
+    max_attempts: u32,
+    first_ms: u64,
+}
+
+impl From<StoredBackoff> for Backoff {
+    fn from(StoredBackoff { max_attempts, first_ms }: StoredBackoff) -> Self {
+        Self { max_attempts, first: Duration::from_millis(first_ms) }
+    }
+}
+
+impl CandidType for Backoff {
+    fn _ty() -> candid::types::Type {
+        StoredBackoff::_ty()
+    }
+
+    fn idl_serialize<S: candid::types::Serializer>(&self, serializer: S) -> Result<(), S::Error> {
+        let first_ms = u64::try_from(self.first_ms()).unwrap_or(u64::MAX);
+        StoredBackoff { max_attempts: self.max_attempts, first_ms }.idl_serialize(serializer)
+    }
 }
 
 /// A day in milliseconds.
 const DAY_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// `ms` milliseconds, or [`Duration::MAX`] if more.
+fn millis(ms: u128) -> Duration {
+    match u64::try_from(ms / 1000) {
+        Ok(secs) => Duration::from_secs(secs) + Duration::from_millis((ms % 1000) as u64),
+        Err(_) => Duration::MAX,
+    }
+}
 
 impl Backoff {
     /// What `max_attempts` may be.
     ///
     /// ```
     /// # use ic_fanout::retry::Backoff;
+    /// # use std::time::Duration;
     /// assert_eq!(Backoff::MAX_ATTEMPTS, 2..=20);
-    /// assert!(Backoff { max_attempts: 20, first_ms: 1 }.check().is_ok());
-    /// assert!(Backoff { max_attempts: 21, first_ms: 1 }.check().is_err());
+    /// assert!(Backoff { max_attempts: 20, first: Duration::from_millis(1) }.check().is_ok());
+    /// assert!(Backoff { max_attempts: 21, first: Duration::from_millis(1) }.check().is_err());
     /// ```
     pub const MAX_ATTEMPTS: RangeInclusive<u32> = 2..=20;
     /// The cap on one wait, the last and longest: 4 days. Doubling waits
@@ -151,62 +189,81 @@ impl Backoff {
     ///
     /// ```
     /// # use ic_fanout::retry::{Backoff, BackoffError};
-    /// let two_days = 2 * 24 * 60 * 60 * 1000;
-    /// assert_eq!(Backoff::MAX_ONE_MS, 2 * two_days);
-    /// let over = Backoff { max_attempts: 3, first_ms: two_days + 1 }; // waits 2 days, then just over 4
+    /// # use std::time::Duration;
+    /// let two_days = Duration::from_secs(2 * 24 * 60 * 60);
+    /// assert_eq!(Backoff::MAX_ONE, 2 * two_days);
+    /// let over = Backoff { max_attempts: 3, first: two_days + Duration::from_millis(1) }; // 2 days, then just over 4
     /// assert!(matches!(over.check(), Err(BackoffError::OneOverCap { .. })));
     /// ```
-    pub const MAX_ONE_MS: u64 = 4 * DAY_MS;
+    pub const MAX_ONE: Duration = Duration::from_millis(4 * DAY_MS);
     /// The cap on every wait added up: 7 days.
     ///
     /// ```
     /// # use ic_fanout::retry::{Backoff, BackoffError};
-    /// let day = 24 * 60 * 60 * 1000;
-    /// assert_eq!(Backoff::MAX_TOTAL_MS, 7 * day);
-    /// assert!(Backoff { max_attempts: 4, first_ms: day }.check().is_ok(), "1 + 2 + 4 days: just within");
-    /// let over = Backoff { max_attempts: 5, first_ms: day / 2 }; // 0.5 + 1 + 2 + 4 days
+    /// # use std::time::Duration;
+    /// let day = Duration::from_secs(24 * 60 * 60);
+    /// assert_eq!(Backoff::MAX_TOTAL, 7 * day);
+    /// assert!(Backoff { max_attempts: 4, first: day }.check().is_ok(), "1 + 2 + 4 days: just within");
+    /// let over = Backoff { max_attempts: 5, first: day / 2 }; // 0.5 + 1 + 2 + 4 days
     /// assert!(matches!(over.check(), Err(BackoffError::TotalOverCap { .. })));
     /// ```
-    pub const MAX_TOTAL_MS: u64 = 7 * DAY_MS;
+    pub const MAX_TOTAL: Duration = Duration::from_millis(7 * DAY_MS);
 
-    /// The wait before attempt number `attempt` (2 for the first retry).
-    ///
-    /// ```
-    /// # use ic_fanout::retry::Backoff;
-    /// let backoff = Backoff { max_attempts: 3, first_ms: 250 };
-    /// assert_eq!(backoff.delay_ns(3), 500_000_000, "twice first_ms, in nanoseconds");
-    /// let refused = Backoff { max_attempts: 20, first_ms: u64::MAX };
-    /// assert_eq!(refused.delay_ns(20), u64::MAX, "saturates rather than overflows");
-    /// ```
-    pub fn delay_ns(&self, attempt: u32) -> u64 {
-        self.first_ms.saturating_mul(1_000_000).saturating_mul(1 << Self::doublings(attempt))
+    /// The first wait in whole milliseconds.
+    fn first_ms(&self) -> u128 {
+        self.first.as_millis()
     }
 
-    /// The last wait, before attempt `max_attempts`: the longest (0 with no
-    /// retry). In u128, which holds it for any backoff, even a refused one.
+    /// The wait before attempt number `attempt` (2 for the first retry);
+    /// [`Duration::MAX`] if longer.
     ///
     /// ```
     /// # use ic_fanout::retry::Backoff;
-    /// assert_eq!(Backoff { max_attempts: 1, first_ms: 500 }.longest_ms(), 0, "no retry, no wait");
-    /// let refused = Backoff { max_attempts: 20, first_ms: u64::MAX };
-    /// assert_eq!(refused.longest_ms(), u128::from(u64::MAX) << 18, "18 doublings, past u64");
+    /// # use std::time::Duration;
+    /// let backoff = Backoff { max_attempts: 3, first: Duration::from_millis(250) };
+    /// assert_eq!(backoff.delay(3), Duration::from_millis(500), "twice the first");
+    /// let refused = Backoff { max_attempts: 20, first: Duration::MAX };
+    /// assert_eq!(refused.delay(20), Duration::MAX, "saturates rather than overflows");
     /// ```
-    pub fn longest_ms(&self) -> u128 {
+    pub fn delay(&self, attempt: u32) -> Duration {
+        millis(self.first_ms().saturating_mul(1 << Self::doublings(attempt)))
+    }
+
+    /// The last wait, before attempt `max_attempts`: the longest (zero with
+    /// no retry); [`Duration::MAX`] if longer.
+    ///
+    /// ```
+    /// # use ic_fanout::retry::Backoff;
+    /// # use std::time::Duration;
+    /// assert_eq!(Backoff { max_attempts: 1, first: Duration::from_secs(1) }.longest(), Duration::ZERO, "no retry");
+    /// let refused = Backoff { max_attempts: 20, first: Duration::from_millis(u64::MAX) };
+    /// assert_eq!(refused.longest(), Duration::MAX, "18 doublings, past what a Duration holds");
+    /// ```
+    pub fn longest(&self) -> Duration {
+        millis(self.longest_ms())
+    }
+
+    fn longest_ms(&self) -> u128 {
         if self.max_attempts < 2 {
             return 0;
         }
-        u128::from(self.first_ms) << Self::doublings(self.max_attempts)
+        self.first_ms().saturating_mul(1 << Self::doublings(self.max_attempts))
     }
 
-    /// Every wait added up.
+    /// Every wait added up; [`Duration::MAX`] if longer.
     ///
     /// ```
     /// # use ic_fanout::retry::Backoff;
-    /// let backoff = Backoff { max_attempts: 4, first_ms: 1_000 };
-    /// assert_eq!(backoff.total_ms(), 1_000 + 2_000 + 4_000, "three retries");
-    /// assert_eq!(Backoff { max_attempts: 1, ..backoff }.total_ms(), 0, "none");
+    /// # use std::time::Duration;
+    /// let backoff = Backoff { max_attempts: 4, first: Duration::from_secs(1) };
+    /// assert_eq!(backoff.total(), Duration::from_secs(1 + 2 + 4), "three retries");
+    /// assert_eq!(Backoff { max_attempts: 1, ..backoff }.total(), Duration::ZERO, "none");
     /// ```
-    pub fn total_ms(&self) -> u128 {
+    pub fn total(&self) -> Duration {
+        millis(self.total_ms())
+    }
+
+    fn total_ms(&self) -> u128 {
         let retries = u128::from(self.max_attempts.saturating_sub(1));
         if retries == 0 {
             return 0;
@@ -216,50 +273,51 @@ impl Backoff {
         let d = Self::doublings(self.max_attempts);
         let doubling = (1u128 << (d + 1)) - 1;
         let flat = (retries - u128::from(d) - 1) << d;
-        u128::from(self.first_ms) * (doubling + flat)
+        self.first_ms().saturating_mul(doubling + flat)
     }
 
-    /// The largest `first_ms` that keeps `max_attempts` attempts within both
-    /// caps: what to pass instead when a backoff is over one.
+    /// The longest `first` that keeps `max_attempts` attempts within both
+    /// caps, in whole milliseconds: what to pass instead when a backoff is
+    /// over one.
     ///
     /// ```
     /// # use ic_fanout::retry::Backoff;
-    /// assert_eq!(Backoff::largest_first_ms(2), Backoff::MAX_ONE_MS);
-    /// assert_eq!(Backoff::largest_first_ms(5), 40_320_000); // the week binds
+    /// # use std::time::Duration;
+    /// assert_eq!(Backoff::largest_first(2), Backoff::MAX_ONE);
+    /// assert_eq!(Backoff::largest_first(5), Duration::from_millis(40_320_000)); // the week binds
     /// ```
-    pub fn largest_first_ms(max_attempts: u32) -> u64 {
-        let unit = Self { max_attempts, first_ms: 1 };
-        let largest = (u128::from(Self::MAX_ONE_MS) / unit.longest_ms().max(1))
-            .min(u128::from(Self::MAX_TOTAL_MS) / unit.total_ms().max(1));
-        // At most MAX_ONE_MS, so it fits.
-        largest as u64
+    pub fn largest_first(max_attempts: u32) -> Duration {
+        let unit = Self { max_attempts, first: Duration::from_millis(1) };
+        let largest = (Self::MAX_ONE.as_millis() / unit.longest_ms().max(1))
+            .min(Self::MAX_TOTAL.as_millis() / unit.total_ms().max(1));
+        millis(largest)
     }
 
-    /// Checks the attempts and both caps, then that the first wait is not 0.
+    /// Checks the attempts and both caps, then that the first wait is at
+    /// least 1 ms.
     ///
     /// ```
     /// # use ic_fanout::retry::{Backoff, BackoffError};
-    /// let too_long = Backoff { max_attempts: 20, first_ms: 60 * 60 * 1000 };
+    /// # use std::time::Duration;
+    /// let too_long = Backoff { max_attempts: 20, first: Duration::from_secs(60 * 60) };
     /// let err = too_long.check().unwrap_err();
     /// assert!(matches!(err, BackoffError::OneOverCap { .. }));
-    /// assert!(err.to_string().contains("pass first_ms = 1153 or less"), "{err}");
+    /// assert!(err.to_string().contains("pass first = 1.153s or less"), "{err}");
     /// ```
     pub fn check(&self) -> Result<(), BackoffError> {
-        let Self { max_attempts, first_ms } = *self;
+        let max_attempts = self.max_attempts;
         if !Self::MAX_ATTEMPTS.contains(&max_attempts) {
             return Err(BackoffError::Attempts(max_attempts));
         }
         // The caps before zero: their messages say what to pass.
-        let longest_ms = self.longest_ms();
-        if longest_ms > u128::from(Self::MAX_ONE_MS) {
-            return Err(BackoffError::OneOverCap { backoff: *self, longest_ms });
+        if self.longest_ms() > Self::MAX_ONE.as_millis() {
+            return Err(BackoffError::OneOverCap { backoff: *self, longest: self.longest() });
         }
-        let total_ms = self.total_ms();
-        if total_ms > u128::from(Self::MAX_TOTAL_MS) {
-            return Err(BackoffError::TotalOverCap { backoff: *self, total_ms });
+        if self.total_ms() > Self::MAX_TOTAL.as_millis() {
+            return Err(BackoffError::TotalOverCap { backoff: *self, total: self.total() });
         }
-        if first_ms == 0 {
-            return Err(BackoffError::FirstZero);
+        if self.first_ms() == 0 {
+            return Err(BackoffError::FirstUnderOneMs);
         }
         Ok(())
     }
@@ -275,7 +333,7 @@ impl Backoff {
 ///
 /// ```
 /// use ic_fanout::retry::{Backoff, BackoffError};
-/// let err = Backoff { max_attempts: 1, first_ms: 1_000 }.check().unwrap_err();
+/// let err = Backoff { max_attempts: 1, first: std::time::Duration::from_secs(1) }.check().unwrap_err();
 /// assert_eq!(err, BackoffError::Attempts(1));
 /// assert_eq!(err.to_string(), "max_attempts = 1: allowed are 2 to 20");
 /// ```
@@ -283,22 +341,22 @@ impl Backoff {
 pub enum BackoffError {
     /// `max_attempts` is outside [`Backoff::MAX_ATTEMPTS`].
     Attempts(u32),
-    /// The last wait is over [`Backoff::MAX_ONE_MS`].
+    /// The last wait is over [`Backoff::MAX_ONE`].
     OneOverCap {
         /// The backoff refused.
         backoff: Backoff,
         /// Its last wait.
-        longest_ms: u128,
+        longest: Duration,
     },
-    /// The waits add up to more than [`Backoff::MAX_TOTAL_MS`].
+    /// The waits add up to more than [`Backoff::MAX_TOTAL`].
     TotalOverCap {
         /// The backoff refused.
         backoff: Backoff,
         /// Its waits added up.
-        total_ms: u128,
+        total: Duration,
     },
-    /// `first_ms` is 0: a retry would come at once, not after a wait.
-    FirstZero,
+    /// `first` is under 1 ms: a retry would come at once, not after a wait.
+    FirstUnderOneMs,
 }
 
 impl fmt::Display for BackoffError {
@@ -310,23 +368,23 @@ impl fmt::Display for BackoffError {
                 Backoff::MAX_ATTEMPTS.start(),
                 Backoff::MAX_ATTEMPTS.end()
             ),
-            Self::OneOverCap { backoff: Backoff { max_attempts, first_ms }, longest_ms } => write!(
+            Self::OneOverCap { backoff: Backoff { max_attempts, first }, longest } => write!(
                 f,
-                "first_ms = {first_ms} doubled up to attempt {max_attempts} makes a last wait of {longest_ms} ms, \
-                 over the cap of {} ms (4 days) on one wait: pass first_ms = {} or less with max_attempts = \
+                "first = {first:?} doubled up to attempt {max_attempts} makes a last wait of {longest:?}, \
+                 over the cap of {:?} (4 days) on one wait: pass first = {:?} or less with max_attempts = \
                  {max_attempts}, or fewer attempts",
-                Backoff::MAX_ONE_MS,
-                Backoff::largest_first_ms(max_attempts)
+                Backoff::MAX_ONE,
+                Backoff::largest_first(max_attempts)
             ),
-            Self::TotalOverCap { backoff: Backoff { max_attempts, first_ms }, total_ms } => write!(
+            Self::TotalOverCap { backoff: Backoff { max_attempts, first }, total } => write!(
                 f,
-                "max_attempts = {max_attempts} with first_ms = {first_ms} waits {total_ms} ms in all, over the cap \
-                 of {} ms (7 days) on a whole schedule: pass first_ms = {} or less with max_attempts = \
+                "max_attempts = {max_attempts} with first = {first:?} waits {total:?} in all, over the cap \
+                 of {:?} (7 days) on a whole schedule: pass first = {:?} or less with max_attempts = \
                  {max_attempts}, or fewer attempts",
-                Backoff::MAX_TOTAL_MS,
-                Backoff::largest_first_ms(max_attempts)
+                Backoff::MAX_TOTAL,
+                Backoff::largest_first(max_attempts)
             ),
-            Self::FirstZero => write!(f, "first_ms = 0: the first wait must be at least 1 ms"),
+            Self::FirstUnderOneMs => write!(f, "first is under 1 ms: the first wait must be at least 1 ms"),
         }
     }
 }
@@ -375,29 +433,42 @@ mod tests {
 
     #[test]
     fn the_longest_wait_and_the_total_add_up_the_doublings() {
-        let b = |max_attempts, first_ms| Backoff { max_attempts, first_ms };
+        let b = |max_attempts, first_ms| Backoff { max_attempts, first: Duration::from_millis(first_ms) };
         let p = b(5, 100);
         assert_eq!((p.longest_ms(), p.total_ms()), (800, 1_500));
-        assert_eq!(p.longest_ms(), u128::from(p.delay_ns(5) / 1_000_000));
-        assert_eq!(p.total_ms(), (2..=5).map(|a| u128::from(p.delay_ns(a) / 1_000_000)).sum::<u128>());
-        assert_eq!((b(1, 100).longest_ms(), b(1, 100).total_ms()), (0, 0));
-        // Past 20 doublings the wait stays put, as delay_ns has it.
+        assert_eq!(p.longest(), p.delay(5));
+        assert_eq!(p.total(), (2..=5).map(|a| p.delay(a)).sum::<Duration>());
+        assert_eq!((b(1, 100).longest(), b(1, 100).total()), (Duration::ZERO, Duration::ZERO));
+        // Past 20 doublings the wait stays put, as delay has it.
         assert_eq!(b(24, 1).total_ms(), (1 << 21) - 1 + (1 << 20) * 2);
         let most = b(u32::MAX, u64::MAX);
         assert_eq!(most.longest_ms(), u128::from(u64::MAX) << 20);
         assert!(most.total_ms() > most.longest_ms());
+        assert_eq!(most.longest(), Duration::MAX);
+    }
+
+    #[test]
+    fn a_backoff_is_encoded_as_before_it_took_a_duration() {
+        let backoff = Backoff { max_attempts: 3, first: Duration::from_millis(1_500) };
+        let old = StoredBackoff { max_attempts: 3, first_ms: 1_500 };
+        let bytes = candid::encode_one(backoff).unwrap();
+        assert_eq!(bytes, candid::encode_one(old).unwrap());
+        assert_eq!(candid::decode_one::<Backoff>(&bytes).unwrap(), backoff);
     }
 
     #[test]
     fn the_caps_are_four_days_and_a_week_and_bind_at_the_largest_first_wait() {
-        assert_eq!((Backoff::MAX_ONE_MS, Backoff::MAX_TOTAL_MS), (345_600_000, 604_800_000));
+        assert_eq!(
+            (Backoff::MAX_ONE.as_millis(), Backoff::MAX_TOTAL.as_millis()),
+            (345_600_000, 604_800_000)
+        );
         // One retry: the one-wait cap binds; five attempts: the week's.
-        assert_eq!(Backoff::largest_first_ms(3), 172_800_000);
+        assert_eq!(Backoff::largest_first(3), Duration::from_millis(172_800_000));
         for max_attempts in Backoff::MAX_ATTEMPTS {
-            let largest = Backoff::largest_first_ms(max_attempts);
-            assert!(largest >= 1, "{max_attempts}");
-            assert_eq!(Backoff { max_attempts, first_ms: largest }.check(), Ok(()));
-            let over = Backoff { max_attempts, first_ms: largest + 1 };
+            let largest = Backoff::largest_first(max_attempts);
+            assert!(largest >= Duration::from_millis(1), "{max_attempts}");
+            assert_eq!(Backoff { max_attempts, first: largest }.check(), Ok(()));
+            let over = Backoff { max_attempts, first: largest + Duration::from_millis(1) };
             assert!(
                 matches!(
                     over.check(),
@@ -406,8 +477,10 @@ mod tests {
                 "{max_attempts}"
             );
         }
-        assert_eq!(Backoff { max_attempts: 1, first_ms: 1 }.check(), Err(BackoffError::Attempts(1)));
-        assert_eq!(Backoff { max_attempts: 21, first_ms: 1 }.check(), Err(BackoffError::Attempts(21)));
-        assert_eq!(Backoff { max_attempts: 2, first_ms: 0 }.check(), Err(BackoffError::FirstZero));
+        let ms = |first_ms| Duration::from_millis(first_ms);
+        assert_eq!(Backoff { max_attempts: 1, first: ms(1) }.check(), Err(BackoffError::Attempts(1)));
+        assert_eq!(Backoff { max_attempts: 21, first: ms(1) }.check(), Err(BackoffError::Attempts(21)));
+        let sub_ms = Backoff { max_attempts: 2, first: Duration::from_micros(999) };
+        assert_eq!(sub_ms.check(), Err(BackoffError::FirstUnderOneMs));
     }
 }

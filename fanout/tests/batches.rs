@@ -6,7 +6,7 @@ use ic_fanout::batch::{BatchFailed, fan_out_batches};
 use ic_fanout::{Pace, Refusal};
 use proptest::prelude::*;
 use std::cell::RefCell;
-use std::num::{NonZeroU64, NonZeroUsize};
+use std::num::NonZeroUsize;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Rejected;
@@ -18,7 +18,7 @@ impl Refusal for Rejected {
 }
 
 fn pace(window: u64) -> Pace {
-    NonZeroU64::new(window).map_or(Pace::AllAtOnce, Pace::Window)
+    NonZeroUsize::new(window as usize).map_or(Pace::AllAtOnce, Pace::Window)
 }
 
 proptest! {
@@ -44,8 +44,8 @@ proptest! {
         let sent = sent.into_inner();
         prop_assert_eq!(sent.concat(), items.clone());
         prop_assert!(sent.iter().all(|b| b.len() == k || Some(b) == sent.last()));
-        prop_assert_eq!(done.outcomes.len(), n.div_ceil(k));
-        for (index, outcome) in done.outcomes.iter().enumerate() {
+        prop_assert_eq!(done.outcomes().len(), n.div_ceil(k));
+        for (index, outcome) in done.outcomes().iter().enumerate() {
             let size = sent[index].len();
             let answered = (size as i64 + skews[index % skews.len()]).max(0) as usize;
             match outcome {
@@ -71,5 +71,5 @@ fn a_failed_call_fails_its_batch_only() {
         let answer = if batch[0] == 1 { Err(Rejected) } else { Ok(batch.to_vec()) };
         async move { answer }
     }));
-    assert_eq!(done.outcomes, [Some(Err(BatchFailed::Call(Rejected))), Some(Ok(vec![3, 4]))]);
+    assert_eq!(done.outcomes(), [Some(Err(BatchFailed::Call(Rejected))), Some(Ok(vec![3, 4]))]);
 }

@@ -40,7 +40,7 @@ proptest! {
         window in 1usize..10,
         endings in proptest::collection::vec(ending(), 1..64),
     ) {
-        let backoff = Backoff { max_attempts, first_ms: 1 };
+        let backoff = Backoff { max_attempts, first: std::time::Duration::from_millis(1) };
         let mut schedule = Schedule::new(Some(Policy { backoff, idempotent }), 0);
         let mut attempts: BTreeMap<u64, u32> = BTreeMap::new();
         let mut done: Vec<u64> = vec![];
@@ -71,7 +71,7 @@ proptest! {
             for p in schedule.waiting().iter().filter(|p| failed_now.contains_key(&p.item)) {
                 let f = failed_now[&p.item];
                 prop_assert!(f.retry.allows(idempotent), "{:?} waits", f);
-                prop_assert!(p.due >= now + backoff.delay_ns(p.attempt.max(2)));
+                prop_assert!(u128::from(p.due) >= u128::from(now) + backoff.delay(p.attempt.max(2)).as_nanos());
             }
             // Every call once: done, waiting, or given up.
             let waiting: Vec<u64> = schedule.waiting().iter().map(|p| p.item).collect();

@@ -7,7 +7,7 @@ use ic_fanout::{FanOut, Pace, Refusal, fan_out};
 use proptest::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::future::{Future, poll_fn};
-use std::num::NonZeroU64;
+use std::num::NonZeroUsize;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
@@ -92,7 +92,7 @@ fn items(n: u64) -> Vec<u64> {
 }
 
 fn window(k: u64) -> Pace {
-    Pace::Window(NonZeroU64::new(k).unwrap())
+    Pace::Window(NonZeroUsize::new(k as usize).unwrap())
 }
 
 /// Drives the fan-out to completion, answering one call at a time with `pick`.
@@ -117,24 +117,20 @@ fn first(_: usize) -> usize {
     0
 }
 
-fn succeeded(done: &FanOut<u64, Failed>) -> usize {
-    done.outcomes.iter().filter(|o| matches!(o, Some(Ok(_)))).count()
-}
-
 #[test]
 fn one_at_a_time_keeps_one_call_in_flight_and_all_succeed() {
     let platform = FakePlatform::with_capacity(3);
     let done = drive(&platform, Pace::ONE_AT_A_TIME, &items(10), first);
-    assert_eq!((succeeded(&done), done.peak_in_flight), (10, 1));
-    assert_eq!(done.outcomes[7], Some(Ok(7)), "each item's own outcome, in order");
+    assert_eq!((done.succeeded().count(), done.peak_in_flight()), (10, 1));
+    assert_eq!(done.outcomes()[7], Some(Ok(7)), "each item's own outcome, in order");
 }
 
 #[test]
 fn all_at_once_loses_the_calls_beyond_capacity() {
     let platform = FakePlatform::with_capacity(3);
     let done = drive(&platform, Pace::AllAtOnce, &items(10), first);
-    assert_eq!((succeeded(&done), done.peak_in_flight), (3, 3));
-    let refused: Vec<usize> = (0..10).filter(|&i| done.outcomes[i] == Some(Err(Failed::NoSlot))).collect();
+    assert_eq!((done.succeeded().count(), done.peak_in_flight()), (3, 3));
+    let refused: Vec<usize> = (0..10).filter(|&i| done.outcomes()[i] == Some(Err(Failed::NoSlot))).collect();
     assert_eq!(refused, (3..10).collect::<Vec<_>>(), "which calls were refused is known");
     assert_eq!(platform.in_flight.get(), 0);
 }
@@ -143,7 +139,7 @@ fn all_at_once_loses_the_calls_beyond_capacity() {
 fn a_window_never_exceeds_k_and_loses_nothing() {
     let platform = FakePlatform::with_capacity(3);
     let done = drive(&platform, window(3), &items(20), first);
-    assert_eq!((succeeded(&done), done.peak_in_flight, done.requeued), (20, 3, 0));
+    assert_eq!((done.succeeded().count(), done.peak_in_flight(), done.requeued()), (20, 3, 0));
 }
 
 #[test]
@@ -167,8 +163,8 @@ fn a_window_refills_as_soon_as_any_call_answers() {
 fn a_window_above_capacity_shrinks_to_it_and_delivers_everything() {
     let platform = FakePlatform::with_capacity(5);
     let done = drive(&platform, window(6), &items(40), first);
-    assert_eq!((succeeded(&done), done.peak_in_flight), (40, 5));
-    assert_eq!((platform.refused.get(), done.requeued), (1, 1), "the window learned the capacity once");
+    assert_eq!((done.succeeded().count(), done.peak_in_flight()), (40, 5));
+    assert_eq!((platform.refused.get(), done.requeued()), (1, 1), "the window learned the capacity once");
 }
 
 #[test]
@@ -177,7 +173,7 @@ fn a_window_shares_slots_held_by_others_without_refusing_in_a_loop() {
     let platform = FakePlatform::with_capacity(5);
     platform.in_flight.set(3);
     let done = drive(&platform, window(4), &items(30), first);
-    assert_eq!((succeeded(&done), done.peak_in_flight), (30, 2));
+    assert_eq!((done.succeeded().count(), done.peak_in_flight()), (30, 2));
     assert_eq!(platform.refused.get(), 1);
 }
 
@@ -189,8 +185,8 @@ fn with_nothing_in_flight_and_no_slot_a_window_stops_and_starts_nothing_more() {
         let items = items(10);
         let done = block_on(fan_out(window(k), &items, |&item| platform.call(item)));
         assert_eq!(platform.refused.get(), 1, "k = {k}: one refusal, no burning through the rest");
-        assert_eq!(done.outcomes[0], Some(Err(Failed::NoSlot)));
-        assert!(done.outcomes[1..].iter().all(Option::is_none), "the rest were never attempted");
+        assert_eq!(done.outcomes()[0], Some(Err(Failed::NoSlot)));
+        assert!(done.outcomes()[1..].iter().all(Option::is_none), "the rest were never attempted");
     }
 }
 
@@ -199,7 +195,7 @@ fn no_items_make_no_call() {
     let platform = FakePlatform::with_capacity(1);
     for pace in [Pace::AllAtOnce, Pace::ONE_AT_A_TIME, window(5)] {
         let done = block_on(fan_out(pace, &[], |&item| platform.call(item)));
-        assert!(done.outcomes.is_empty());
+        assert!(done.outcomes().is_empty());
     }
     assert_eq!(platform.performed.get(), 0);
 }
@@ -226,21 +222,25 @@ proptest! {
             answers.set(answers.get() + 1);
             picks[answers.get() % picks.len()].index(len)
         });
-        prop_assert_eq!(done.outcomes.len() as u64, n);
-        for (item, outcome) in done.outcomes.iter().enumerate() {
+        prop_assert_eq!(done.outcomes().len() as u64, n);
+        for (item, outcome) in done.outcomes().iter().enumerate() {
             if let Some(Ok(answered)) = outcome {
                 prop_assert_eq!(*answered, item as u64, "an item has its own call's outcome");
             }
         }
-        prop_assert!(done.peak_in_flight <= k);
+        let (succeeded, failed, not_attempted) =
+            (done.succeeded().count(), done.failed().count(), done.not_attempted().count());
+        prop_assert_eq!((succeeded + failed + not_attempted) as u64, n, "each item counted once");
+        prop_assert_eq!(done.not_succeeded().count(), failed + not_attempted);
+        prop_assert!(done.peak_in_flight() <= k);
         prop_assert_eq!(platform.started_after_refusal.get(), 0);
         let free = (capacity - held) as u64;
         if k <= free {
             prop_assert_eq!(platform.refused.get(), 0);
-            prop_assert_eq!(succeeded(&done) as u64, n);
+            prop_assert_eq!(done.succeeded().count() as u64, n);
         }
         if free > 0 {
-            prop_assert_eq!(succeeded(&done) as u64, n, "with a free slot, everything is delivered");
+            prop_assert_eq!(done.succeeded().count() as u64, n, "with a free slot, everything is delivered");
         }
     }
 }

@@ -126,7 +126,10 @@ impl RetryPolicy {
     /// Its backoff, checked by [`ic_fanout::retry::Backoff::check`], whose
     /// caps and ranges apply.
     pub fn backoff(&self) -> ic_fanout::retry::Backoff {
-        ic_fanout::retry::Backoff { max_attempts: self.max_attempts, first_ms: self.backoff_ms }
+        ic_fanout::retry::Backoff {
+            max_attempts: self.max_attempts,
+            first: std::time::Duration::from_millis(self.backoff_ms),
+        }
     }
 }
 

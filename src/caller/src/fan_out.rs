@@ -17,15 +17,15 @@ where
 {
     let done = fan_out(pace, &calls, |&id| call(id)).await;
     let mut tally = Tally::default();
-    for (id, outcome) in calls.into_iter().zip(done.outcomes) {
+    // A refused call put back in line was attempted once more.
+    tally.calls += done.requeued();
+    tally.peak_in_flight = done.peak_in_flight();
+    for (id, outcome) in calls.into_iter().zip(done.into_outcomes()) {
         match outcome {
             Some(outcome) => tally.record(id, outcome),
             None => tally.not_attempted(id),
         }
     }
-    // A refused call put back in line was attempted once more.
-    tally.calls += done.requeued;
-    tally.peak_in_flight = done.peak_in_flight;
     tally
 }
 

@@ -7,7 +7,7 @@ use interface::{
     FailureCount, FailureKind, MAX_BATCH, MAX_CALLEES, MAX_CALLS, Outcome, Plan, RetryPolicy, Strategy, Wait,
 };
 use std::collections::BTreeMap;
-use std::num::NonZeroU64;
+use std::num::NonZeroUsize;
 
 use crate::guards::{self, CALLEE_ENV_VAR, CallCount};
 
@@ -53,23 +53,23 @@ pub enum PlanError {
     MaxAttempts(u32),
     #[error(
         "retry.backoff_ms = {0}: allowed are 1 to {high} (4 days)",
-        high = Backoff::MAX_ONE_MS
+        high = Backoff::MAX_ONE.as_millis()
     )]
     Backoff(u64),
     #[error(
         "retry: backoff_ms = {backoff_ms} doubled up to attempt {max_attempts} makes a last backoff of \
          {longest_ms} ms, over the cap of {cap} ms (4 days) on one backoff: pass backoff_ms = {largest} \
          or less with max_attempts = {max_attempts}, or fewer attempts",
-        cap = Backoff::MAX_ONE_MS,
-        largest = Backoff::largest_first_ms(*max_attempts)
+        cap = Backoff::MAX_ONE.as_millis(),
+        largest = Backoff::largest_first(*max_attempts).as_millis()
     )]
     BackoffOverCap { max_attempts: u32, backoff_ms: u64, longest_ms: u128 },
     #[error(
         "retry: max_attempts = {max_attempts} with backoff_ms = {backoff_ms} waits {schedule_ms} ms in all, \
          over the cap of {cap} ms (7 days) on a job's whole schedule: pass backoff_ms = {largest} or less \
          with max_attempts = {max_attempts}, or fewer attempts",
-        cap = Backoff::MAX_TOTAL_MS,
-        largest = Backoff::largest_first_ms(*max_attempts)
+        cap = Backoff::MAX_TOTAL.as_millis(),
+        largest = Backoff::largest_first(*max_attempts).as_millis()
     )]
     ScheduleOverCap { max_attempts: u32, backoff_ms: u64, schedule_ms: u128 },
     #[error("timeout_seconds applies to bounded-wait calls only")]
@@ -87,15 +87,20 @@ impl From<BackoffError> for PlanError {
     fn from(error: BackoffError) -> Self {
         match error {
             BackoffError::Attempts(attempts) => Self::MaxAttempts(attempts),
-            BackoffError::OneOverCap { backoff: Backoff { max_attempts, first_ms }, longest_ms } => {
-                Self::BackoffOverCap { max_attempts, backoff_ms: first_ms, longest_ms }
+            BackoffError::OneOverCap { backoff: Backoff { max_attempts, first }, longest } => {
+                Self::BackoffOverCap { max_attempts, backoff_ms: ms(first), longest_ms: longest.as_millis() }
             }
-            BackoffError::TotalOverCap { backoff: Backoff { max_attempts, first_ms }, total_ms } => {
-                Self::ScheduleOverCap { max_attempts, backoff_ms: first_ms, schedule_ms: total_ms }
+            BackoffError::TotalOverCap { backoff: Backoff { max_attempts, first }, total } => {
+                Self::ScheduleOverCap { max_attempts, backoff_ms: ms(first), schedule_ms: total.as_millis() }
             }
-            BackoffError::FirstZero => Self::Backoff(0),
+            BackoffError::FirstUnderOneMs => Self::Backoff(0),
         }
     }
+}
+
+/// `d` in whole milliseconds, as the caller's fields count them.
+fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A plan that passed [`validate`].
@@ -144,7 +149,7 @@ impl ValidPlan {
         match self.strategy {
             Strategy::Sequential => Pace::ONE_AT_A_TIME,
             Strategy::Parallel | Strategy::Batched => Pace::AllAtOnce,
-            Strategy::Bounded => Pace::Window(NonZeroU64::new(self.k).expect("k >= 1: checked")),
+            Strategy::Bounded => Pace::Window(NonZeroUsize::new(self.k as usize).expect("k >= 1: checked")),
         }
     }
 }
@@ -331,7 +336,7 @@ mod tests {
             "{err}"
         );
         // The most attempts with the largest backoff they allow.
-        assert_eq!(retry(20, Backoff::largest_first_ms(20)), Ok(()));
+        assert_eq!(retry(20, ms(Backoff::largest_first(20))), Ok(()));
     }
 
     fn check(p: Plan) -> Result<ValidPlan, PlanError> {
@@ -403,7 +408,7 @@ mod tests {
         assert_eq!(batched.first_ping(batched.calls()[2]), 20);
         assert_eq!(batched.pace(), Pace::AllAtOnce);
         assert_eq!(check(Plan::new(Strategy::Sequential, 3)).unwrap().pace(), Pace::ONE_AT_A_TIME);
-        let seven = Pace::Window(NonZeroU64::new(7).unwrap());
+        let seven = Pace::Window(NonZeroUsize::new(7).unwrap());
         assert_eq!(check(Plan::new(Strategy::Bounded, 3).with_k(7)).unwrap().pace(), seven);
         assert_eq!(check(Plan::new(Strategy::Parallel, 3)).unwrap().calls().len(), 3);
     }
