@@ -18,10 +18,13 @@ pub const DESCRIPTION: &str = "this project's simulator (a model of IC message r
 /// and dfx expect one. The cycles minting canister's id lies in the first
 /// subnet's range, so `sim` must not have assigned it.
 pub fn network(mut sim: Sim, keys: Keys) -> Result<Ic<Sim>, String> {
-    use crate::system_canisters::CYCLES_MINTING_CANISTER;
-    if sim.cycle_balance(CYCLES_MINTING_CANISTER).is_ok() {
+    // The ICP ledger's and the cycles minting canister's ids lie in the
+    // first subnet's range.
+    if let Some(taken) =
+        crate::system_canisters::CANISTERS.into_iter().find(|&id| sim.cycle_balance(id).is_ok())
+    {
         return Err(format!(
-            "the simulator has a canister with the cycles minting canister's id {CYCLES_MINTING_CANISTER}: create the network's simulator with no canisters, or fewer than {RESERVED_IDS} on its first subnet"
+            "the simulator has a canister with a system canister's id {taken}: create the network's simulator with no canisters, or at most 2 on its first subnet"
         ));
     }
     sim.reserve_canister_ids(0, RESERVED_IDS).map_err(|e| e.to_string())?;
@@ -325,6 +328,19 @@ mod tests {
     #[test]
     fn the_model_charges_the_creation_fee_the_simulator_charges_canisters() {
         assert_eq!(crate::management::CANISTER_CREATION_FEE, sim::CANISTER_CREATION_FEE);
+    }
+
+    #[test]
+    fn a_network_refuses_a_simulator_whose_canisters_hold_a_system_canisters_id() {
+        let mut sim = Sim::builder().with_subnet().build();
+        for _ in 0..3 {
+            sim.create_canister(0, vec![]).unwrap();
+        }
+        let refused = network(sim, Keys::from_seed(0)).err().expect("refused, not a panic");
+        assert!(refused.contains("ryjl3-tyaaa-aaaaa-aaaba-cai"), "{refused}");
+        let mut sim = Sim::builder().with_subnet().build();
+        sim.create_canister(0, vec![]).unwrap();
+        assert!(network(sim, Keys::from_seed(0)).is_ok());
     }
 
     #[test]
