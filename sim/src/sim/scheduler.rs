@@ -10,9 +10,13 @@ impl Sim {
     pub fn tick(&mut self) {
         self.time = self.time.saturating_add(self.config.time_step_ns);
         self.ticks += 1;
+        // Each round's peak starts from what is in flight; most canisters
+        // hold no slots and are skipped.
         for canister in self.canisters.values_mut() {
             let state = canister.system_state_mut();
-            state.round_peak.clone_from(&state.in_flight);
+            if !(state.round_peak.is_empty() && state.in_flight.is_empty()) {
+                state.round_peak.clone_from(&state.in_flight);
+            }
         }
         self.apply_due_events();
         for subnet in 0..self.subnets.len() {
