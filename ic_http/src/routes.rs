@@ -4,7 +4,7 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use candid::Principal;
@@ -14,6 +14,7 @@ use ic_transport_types::{
 };
 use serde::Serialize;
 use std::time::Duration;
+use tower_http::cors::{self, CorsLayer};
 
 use crate::auth::{self, Authenticated};
 use crate::cbor::{self, Cbor, HttpError};
@@ -55,7 +56,8 @@ pub fn router_beside(network: Network, others: Router) -> Router {
         .route("/{version}/canister/{effective}/query", post(query))
         .route("/{version}/canister/{effective}/read_state", post(read_canister_state))
         .route("/{version}/subnet/{subnet}/read_state", post(read_subnet_state))
-        .fallback(endpoint_not_found);
+        .fallback(endpoint_not_found)
+        .layer(cors());
     Router::new()
         .nest("/api", api)
         .route("/api", any(endpoint_not_found))
@@ -64,6 +66,18 @@ pub fn router_beside(network: Network, others: Router) -> Router {
         .fallback_service(others)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(network)
+}
+
+/// The replica's CORS policy for its API: any origin may call it, so a page
+/// served from `<canister-id>.localhost` (the Candid UI, a frontend) reaches
+/// the API at `localhost`, a different origin. Agents send CBOR, which is not
+/// a simple content type, so browsers ask first (`OPTIONS`).
+fn cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(cors::Any)
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([header::CONTENT_TYPE])
+        .max_age(Duration::from_secs(2 * 60 * 60))
 }
 
 async fn endpoint_not_found() -> HttpError {

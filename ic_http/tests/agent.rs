@@ -346,6 +346,30 @@ fn query_envelope(
     .encode_bytes()
 }
 
+/// A page on another origin (the Candid UI at `<id>.localhost`) calls the
+/// API at `localhost`: the browser asks first, as agents send CBOR.
+#[tokio::test]
+async fn pages_on_other_origins_may_call_the_api() {
+    let (url, _network) = serve(Options::default()).await;
+    let http = reqwest::Client::new();
+    let query_url = format!("{url}/api/v3/canister/{}/query", canister(1));
+    let asked = http
+        .request(reqwest::Method::OPTIONS, &query_url)
+        .header("origin", "http://aaaaa-aa.localhost:4944")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(asked.status(), 200);
+    let header = |name: &str| asked.headers()[name].to_str().unwrap().to_string();
+    assert_eq!(header("access-control-allow-origin"), "*");
+    assert!(header("access-control-allow-methods").contains("POST"));
+    assert_eq!(header("access-control-allow-headers"), "content-type");
+    let status = http.get(format!("{url}/api/v2/status")).header("origin", "http://x.localhost").send();
+    assert_eq!(status.await.unwrap().headers()["access-control-allow-origin"], "*");
+}
+
 #[tokio::test]
 async fn bad_requests_get_the_replicas_errors_and_the_server_keeps_serving() {
     let (url, _network) = serve(Options::default()).await;
