@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds one canister for wasm32 and embeds its candid interface as public
 # `candid:service` metadata. Used by icp.yaml; dfx does the same for dfx.json.
-# Usage: scripts/build-canister.sh caller|callee OUTPUT.wasm
+# Usage: scripts/build-canister.sh caller|callee|frontend OUTPUT.wasm
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-name=${1:?usage: build-canister.sh caller|callee OUTPUT.wasm}
-out=${2:?usage: build-canister.sh caller|callee OUTPUT.wasm}
-case "$name" in caller|callee) ;; *) echo "build-canister: unknown canister '$name' (caller or callee)" >&2; exit 2 ;; esac
+name=${1:?usage: build-canister.sh caller|callee|frontend OUTPUT.wasm}
+out=${2:?usage: build-canister.sh caller|callee|frontend OUTPUT.wasm}
+case "$name" in caller|callee|frontend) ;; *) echo "build-canister: unknown canister '$name' (caller, callee or frontend)" >&2; exit 2 ;; esac
 
 target_dir=${CARGO_TARGET_DIR:-$root/target/wasm}
 ic_wasm=$(command -v ic-wasm || echo "$root/.tools/bin/ic-wasm")

@@ -2,7 +2,9 @@
 # Installs what a fresh machine lacks for this project's tests and builds:
 # the wasm32 target, and the IC tools `icp` (icp-cli) and `ic-wasm`, pinned,
 # from npm into .tools/ (linked from .tools/bin), and the Motoko compiler
-# (npm's `motoko`, moc as JavaScript, run with node). Safe to run again.
+# (npm's `motoko`, moc as JavaScript, run with node), and for the browser
+# tests Debian's Chromium driven by Playwright (npm's `playwright-core`,
+# which downloads no browser). Safe to run again.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -10,6 +12,7 @@ cd "$root"
 ICP_CLI_VERSION=1.5.0
 IC_WASM_VERSION=0.11.1
 MOTOKO_VERSION=4.10.0
+PLAYWRIGHT_VERSION=1.65.1
 
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || rustup target add wasm32-unknown-unknown
 
@@ -22,11 +25,20 @@ if ! find /usr/share/fonts /usr/local/share/fonts -name '*.ttf' -print -quit 2>/
   fi
 fi
 
+# The browser tests open the pages a user would in Chromium.
+if ! command -v chromium >/dev/null; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null
+  else
+    echo "setup: the browser tests need Chromium at /usr/bin/chromium (apt-get install chromium)" >&2
+  fi
+fi
+
 have() { [ -x ".tools/bin/$1" ] && ".tools/bin/$1" --version 2>/dev/null | grep -q " $2\$"; }
 
-have_motoko() { [ -f .tools/node_modules/motoko/package.json ] && grep -q "\"version\": \"$MOTOKO_VERSION\"" .tools/node_modules/motoko/package.json; }
+has_npm() { [ -f ".tools/node_modules/$1/package.json" ] && grep -q "\"version\": \"$2\"" ".tools/node_modules/$1/package.json"; }
 
-if have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION" && have_motoko; then
+if have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION" && has_npm motoko "$MOTOKO_VERSION" && has_npm playwright-core "$PLAYWRIGHT_VERSION"; then
   exit 0
 fi
 case "$(uname -s)-$(uname -m)" in
@@ -38,8 +50,9 @@ command -v npm >/dev/null || { echo "setup: npm is needed to install icp-cli and
 mkdir -p .tools/bin
 DO_NOT_TRACK=1 npm install --silent --no-audit --no-fund --prefix .tools \
   "@icp-sdk/icp-cli-linux-x64@$ICP_CLI_VERSION" "@icp-sdk/ic-wasm-linux-x64@$IC_WASM_VERSION" \
-  "motoko@$MOTOKO_VERSION" 2>&1 \
+  "motoko@$MOTOKO_VERSION" "playwright-core@$PLAYWRIGHT_VERSION" 2>&1 \
   | grep -v 'Unknown user config' >&2 || true
 ln -sf ../node_modules/@icp-sdk/icp-cli-linux-x64/bin/icp .tools/bin/icp
 ln -sf ../node_modules/@icp-sdk/ic-wasm-linux-x64/bin/ic-wasm .tools/bin/ic-wasm
-have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION" && have_motoko || { echo "setup: icp/ic-wasm/motoko did not install" >&2; exit 1; }
+have icp "$ICP_CLI_VERSION" && have ic-wasm "$IC_WASM_VERSION" && has_npm motoko "$MOTOKO_VERSION" \
+  && has_npm playwright-core "$PLAYWRIGHT_VERSION" || { echo "setup: icp/ic-wasm/motoko/playwright-core did not install" >&2; exit 1; }

@@ -275,7 +275,7 @@ fn the_upstream_flow_on_two_subnets_deploys_calls_upgrades_and_guards() {
 fn on_one_subnet_2000_parallel_calls_meet_the_500_slot_queue() {
     let network = Network::start(1);
     let project = Project::new(&network, "");
-    project.ok(&["deploy", "-e", "sim", "--cycles", "100t"]);
+    project.ok(&["deploy", "caller", "callee", "-e", "sim", "--cycles", "100t"]);
     assert_eq!(project.call(&["caller", "parallel_calls", "(2000)"]), "(500 : nat64)");
     assert_eq!(project.call(&["caller", "sequential_calls", "(2000)"]), "(2_000 : nat64)");
 }
@@ -302,7 +302,7 @@ fn the_ledgers_keep_the_balances_icp_cli_moves() {
     assert_eq!(balance("token", "bob"), "Balance: 1.50000000 ICP");
 
     // Two canisters at icp-cli's 2T each, plus the ledger's 100M fee each.
-    project.ok(&["deploy", "-e", "sim"]);
+    project.ok(&["deploy", "caller", "callee", "-e", "sim"]);
     assert_eq!(balance("cycles", "alice"), "Balance: 995_999_800_000_000 cycles");
     // Each call in flight prepays about 42B cycles: the 1.5T left of 2T
     // after the 500B creation fee pay for 34 at once, as on the IC (the
@@ -484,47 +484,85 @@ fn a_network_started_again_on_its_state_dir_has_its_canisters_and_counts() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
 
-#[test]
-fn icp_network_start_runs_the_simulators_launcher() {
-    // The repository's local network, on a free port.
-    let yaml = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
-    let local = "  - name: local\n    mode: managed\n";
-    assert!(yaml.contains(local), "icp.yaml declares a managed local network");
-    let project = Project::with_yaml(&yaml.replace(local, &format!("{local}    gateway:\n      port: 0\n")));
-    /// Stops the network the test started, even when it fails.
-    struct Stop<'a>(&'a Project);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.icp(&["network", "stop"]);
+/// The repository's project on its `local` network, which `icp network
+/// start` starts with this project's launcher, on a free port, with
+/// `settings` (lines of icp.yaml) added to the network's; stopped when
+/// dropped, even when the test fails.
+struct Local {
+    project: Project,
+}
+
+impl Local {
+    fn start(settings: &str) -> Self {
+        let yaml = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
+        let local = "  - name: local\n    mode: managed\n";
+        assert!(yaml.contains(local), "icp.yaml declares a managed local network");
+        let network = format!("{local}    gateway:\n      port: 0\n{settings}");
+        let project = Project::with_yaml(&yaml.replace(local, &network));
+        project.ok(&["network", "start", "-d"]);
+        Self { project }
+    }
+
+    /// icp.yaml's two application subnets: caller and callee apart, as on
+    /// mainnet, placed by the subnet ids the launcher logs.
+    fn create_apart(&self) {
+        let log = self.project.dir.path().join(".icp/cache/networks/local/network-launcher/stderr.log");
+        let log = std::fs::read_to_string(log).unwrap();
+        let subnet = |index: usize| {
+            let line =
+                log.lines().find(|line| line.starts_with(&format!("subnet {index}: "))).expect("logged");
+            line.rsplit(' ').next().unwrap().to_string()
+        };
+        for (canister, index) in [("caller", 0), ("callee", 1)] {
+            self.project.ok(&[
+                "canister",
+                "create",
+                canister,
+                "--cycles",
+                "100t",
+                "--subnet",
+                &subnet(index),
+            ]);
         }
     }
-    project.ok(&["network", "start", "-d"]);
-    let _stop = Stop(&project);
+
+    /// `icp deploy`: what it printed.
+    fn deploy(&self) -> String {
+        let deployed = self.project.icp(&["deploy"]);
+        let printed = [deployed.stdout, deployed.stderr].concat();
+        let printed = String::from_utf8_lossy(&printed).into_owned();
+        assert!(deployed.status.success(), "icp deploy failed: {}", first_lines(&printed));
+        printed
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        let _ = self.project.icp(&["network", "stop"]);
+    }
+}
+
+/// The link `icp deploy` printed for `canister`: its Candid UI
+/// (`http://<candid-ui>.localhost:<port>/?id=<canister>`) or, for a
+/// frontend, its page.
+fn link<'a>(printed: &'a str, canister: &str) -> &'a str {
+    let line = printed.lines().find(|line| line.trim_start().starts_with(&format!("{canister}: http")));
+    line.and_then(|line| line.split_whitespace().find(|word| word.starts_with("http")))
+        .unwrap_or_else(|| panic!("no link for {canister} in {printed}"))
+}
+
+#[test]
+fn icp_network_start_runs_the_simulators_launcher() {
+    let local = Local::start("");
+    let project = &local.project;
     // icp-cli funds every identity from the anonymous principal.
     assert_eq!(project.ok(&["cycles", "balance"]).trim(), "Balance: 1_000_000_000_000_000 cycles");
     assert_eq!(project.ok(&["token", "balance"]).trim(), "Balance: 1000000.00000000 ICP");
-    // icp.yaml's two application subnets: caller and callee apart, as on
-    // mainnet, placed by the subnet ids the launcher logs.
-    let log = project.dir.path().join(".icp/cache/networks/local/network-launcher/stderr.log");
-    let log = std::fs::read_to_string(log).unwrap();
-    let subnet = |index: usize| {
-        let line = log.lines().find(|line| line.starts_with(&format!("subnet {index}: "))).expect("logged");
-        line.rsplit(' ').next().unwrap().to_string()
-    };
-    for (canister, index) in [("caller", 0), ("callee", 1)] {
-        project.ok(&["canister", "create", canister, "--cycles", "100t", "--subnet", &subnet(index)]);
-    }
-    let deployed = project.icp(&["deploy"]);
-    let printed = [deployed.stdout, deployed.stderr].concat();
-    let printed = String::from_utf8_lossy(&printed);
-    assert!(deployed.status.success(), "icp deploy failed: {}", first_lines(&printed));
-    // The Candid UI link icp-cli prints for the caller
-    // (`http://<candid-ui>.localhost:<port>/?id=<caller>`) opens the Candid
+    local.create_apart();
+    let printed = local.deploy();
+    // The Candid UI link icp-cli prints for the caller opens the Candid
     // UI's page, served by the gateway on the network's port.
-    let caller_line = printed.lines().find(|line| line.trim_start().starts_with("caller: http"));
-    let link = caller_line
-        .and_then(|line| line.split_whitespace().find(|word| word.starts_with("http")))
-        .unwrap_or_else(|| panic!("no Candid UI link in {printed}"));
+    let link = link(&printed, "caller");
     let url = reqwest::Url::parse(link).unwrap();
     let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], url.port().unwrap()));
     let client =
@@ -555,6 +593,60 @@ fn icp_network_start_runs_the_simulators_launcher() {
     project.ok(&["network", "start", "-d"]);
     assert_eq!(project.ok(&["cycles", "balance"]).trim(), "Balance: 1_000_000_000_000_000 cycles");
     project.ok(&["network", "stop"]);
+}
+
+/// In Chromium, as a user after `icp deploy`: the Candid UI link icp-cli
+/// printed for the caller calls `parallel_calls` (90, then 2000, which
+/// meets the 500 slots), the live view open meanwhile shows a peak of 500,
+/// and the frontend's page loads, its certificate verified by the gateway.
+/// Screenshots go to `$SCREENSHOTS` (docs/images for the docs), or a
+/// temporary directory.
+///
+/// The caller answers its controllers only, and the Candid UI calls as the
+/// anonymous principal: the project deploys with icp-cli's own default
+/// identity, the anonymous one.
+#[test]
+fn in_chromium_the_candid_ui_calls_the_caller_and_the_live_view_shows_500_slots() {
+    let local = Local::start("");
+    local.project.ok(&["identity", "default", "anonymous"]);
+    local.create_apart();
+    let printed = local.deploy();
+    let (candid_ui, frontend) = (link(&printed, "caller"), link(&printed, "frontend"));
+    let port = reqwest::Url::parse(candid_ui).unwrap().port().unwrap();
+    let live_view = format!("http://127.0.0.1:{port}/_/dashboard");
+    let scratch = tempfile::tempdir().unwrap();
+    let screenshots = std::env::var_os("SCREENSHOTS").map_or(scratch.path().to_path_buf(), PathBuf::from);
+    let shown = in_chromium(
+        "example_in_chromium.mjs",
+        &[candid_ui, &live_view, frontend, screenshots.to_str().unwrap(), "90", "2000"],
+    );
+    assert_eq!(shown["replies"], serde_json::json!({ "90": "(90)", "2000": "(500)" }), "{shown}");
+    assert_eq!(shown["peak"], "500", "{shown}");
+    assert_eq!(
+        shown["frontend"],
+        serde_json::json!({ "status": 200, "title": "Parallel inter-canister calls" })
+    );
+    for page in ["candid-ui", "live-view", "frontend"] {
+        assert!(screenshots.join(format!("{page}.png")).is_file(), "{page}.png");
+    }
+}
+
+/// Runs `tests/browser/<script>` with node: Playwright (playwright-core)
+/// driving Debian's Chromium, both of which `scripts/setup.sh` installs.
+/// What the script printed, as JSON.
+fn in_chromium(script: &str, args: &[&str]) -> serde_json::Value {
+    let playwright = root().join(".tools/node_modules/playwright-core/index.mjs");
+    assert!(
+        playwright.is_file(),
+        "playwright-core is not installed: run scripts/setup.sh (scripts/test.sh does)"
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser").join(script);
+    let output =
+        Command::new("node").arg(&script).args(args).env("PLAYWRIGHT_CORE", playwright).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{}: {stderr}", script.display());
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
 }
 
 #[test]
