@@ -5,7 +5,7 @@
 //! the `sim` feature); another engine could sit under the same model.
 
 use candid::Principal;
-use ic_management_canister_types::CanisterSettings;
+use ic_management_canister_types::{CanisterLogRecord, CanisterSettings};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -156,6 +156,9 @@ pub trait Engine {
     fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), Reject>;
     /// What `canister_status` reports that the engine keeps.
     fn status(&self, canister: Principal) -> Result<EngineStatus, Reject>;
+    /// The canister's log (what it printed), oldest first, as
+    /// `fetch_canister_logs` answers it.
+    fn canister_log(&self, canister: Principal) -> Result<Vec<CanisterLogRecord>, Reject>;
     /// The canister's certified data (empty if it has none).
     fn certified_data(&self, canister: Principal) -> Vec<u8>;
     /// The canisters whose certified data changed since the last call.

@@ -224,11 +224,12 @@ impl<E: Engine> Ic<E> {
     pub fn answer_query(
         &self,
         canister: Principal,
+        sender: Principal,
         method: &str,
         arg: &[u8],
     ) -> Option<Result<Vec<u8>, Reject>> {
         if canister == Principal::management_canister() {
-            return Some(Err(management::unsupported(format!("query {method} to the management canister"))));
+            return Some(management::query(self, sender, method, arg));
         }
         self.state.system.as_ref()?.query(self, canister, method, arg)
     }

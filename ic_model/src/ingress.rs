@@ -102,7 +102,7 @@ impl<E: Engine> Ic<E> {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
-        if let Some(answer) = self.answer_query(canister, method, &arg) {
+        if let Some(answer) = self.answer_query(canister, sender, method, &arg) {
             return answer;
         }
         let data_certificate = self.data_certificate(canister);

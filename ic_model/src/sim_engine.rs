@@ -3,7 +3,7 @@
 
 use candid::Principal;
 use ic_error_types::ErrorCode;
-use ic_management_canister_types::CanisterSettings;
+use ic_management_canister_types::{CanisterLogRecord, CanisterSettings};
 use sim::{IDS_PER_SUBNET, Sim, SimError, canister_id};
 use std::collections::BTreeMap;
 
@@ -266,6 +266,16 @@ impl Engine for Sim {
         status().map_err(reject_of_error)
     }
 
+    fn canister_log(&self, canister: Principal) -> Result<Vec<CanisterLogRecord>, Reject> {
+        let records = Sim::canister_log(self, canister).map_err(reject_of_error)?;
+        let record = |r: sim::LogRecord| CanisterLogRecord {
+            idx: r.idx,
+            timestamp_nanos: r.timestamp_nanos,
+            content: r.content.into_bytes(),
+        };
+        Ok(records.into_iter().map(record).collect())
+    }
+
     fn certified_data(&self, canister: Principal) -> Vec<u8> {
         Sim::certified_data(self, canister).map(<[u8]>::to_vec).unwrap_or_default()
     }
@@ -341,6 +351,84 @@ mod tests {
         let mut sim = Sim::builder().with_subnet().build();
         sim.create_canister(0, vec![]).unwrap();
         assert!(network(sim, Keys::from_seed(0)).is_ok());
+    }
+
+    /// `fetch_canister_logs` (the Candid UI's and `icp canister logs`'
+    /// query): what the canister printed, indexed and timed, for its
+    /// controllers, for anyone once its log is public, filtered by index.
+    #[test]
+    fn fetch_canister_logs_answers_what_the_canister_printed_to_whom_it_may() {
+        use candid::{Decode, Encode};
+        use ic_management_canister_types::{
+            CanisterIdRecord, CanisterLogFilter, FetchCanisterLogsArgs, FetchCanisterLogsResult,
+            InstallCodeArgs, LogVisibility, ProvisionalCreateCanisterWithCyclesArgs, UpdateSettingsArgs,
+        };
+        let (owner, stranger) = (Principal::from_slice(&[1; 29]), Principal::from_slice(&[2; 29]));
+        let mut ic = network(Sim::builder().with_subnet().build(), Keys::from_seed(0)).unwrap();
+        let call = |ic: &mut Ic<Sim>, canister: Principal, method: &str, arg: Vec<u8>| {
+            let number = ic.submit(crate::Effective::None, canister, owner, method, arg).unwrap();
+            for _ in 0..10 {
+                if let Some(outcome) = ic.outcome(number) {
+                    return outcome.unwrap();
+                }
+                ic.execute_round();
+            }
+            panic!("{method} did not finish");
+        };
+        let management = Principal::management_canister();
+        let create = ProvisionalCreateCanisterWithCyclesArgs::default();
+        let created =
+            call(&mut ic, management, "provisional_create_canister_with_cycles", Encode!(&create).unwrap());
+        let canister = Decode!(&created, CanisterIdRecord).unwrap().canister_id;
+        let wasm = wat::parse_str(
+            r#"(module
+                (import "ic0" "debug_print" (func $print (param i32 i32)))
+                (import "ic0" "msg_reply" (func $reply))
+                (memory 1)
+                (data (i32.const 0) "hello")
+                (func (export "canister_update print")
+                  (call $print (i32.const 0) (i32.const 5))
+                  (call $reply)))"#,
+        )
+        .unwrap();
+        let install = InstallCodeArgs {
+            mode: ic_management_canister_types::CanisterInstallMode::Install,
+            canister_id: canister,
+            wasm_module: wasm,
+            arg: vec![],
+            sender_canister_version: None,
+        };
+        call(&mut ic, management, "install_code", Encode!(&install).unwrap());
+        for _ in 0..3 {
+            call(&mut ic, canister, "print", vec![]);
+        }
+        let fetch = |ic: &mut Ic<Sim>, sender: Principal, filter: Option<CanisterLogFilter>| {
+            let arg = Encode!(&FetchCanisterLogsArgs { canister_id: canister, filter }).unwrap();
+            let records = ic.query(management, sender, "fetch_canister_logs", arg)?;
+            Ok::<_, Reject>(Decode!(&records, FetchCanisterLogsResult).unwrap().canister_log_records)
+        };
+        let records = fetch(&mut ic, owner, None).unwrap();
+        assert_eq!(
+            records.iter().map(|r| (r.idx, r.content.as_slice())).collect::<Vec<_>>(),
+            [(0, &b"hello"[..]), (1, b"hello"), (2, b"hello")]
+        );
+        assert!(records.windows(2).all(|pair| pair[0].timestamp_nanos < pair[1].timestamp_nanos));
+        let later = fetch(&mut ic, owner, Some(CanisterLogFilter::ByIdx { start: 1, end: 5 })).unwrap();
+        assert_eq!(later.iter().map(|r| r.idx).collect::<Vec<_>>(), [1, 2]);
+
+        let refused = fetch(&mut ic, stranger, None).unwrap_err();
+        assert_eq!(refused.error_code, ErrorCode::CanisterRejectedMessage);
+        assert!(
+            refused.message.contains("not allowed to query ic00 method fetch_canister_logs"),
+            "{refused:?}"
+        );
+        let public = UpdateSettingsArgs {
+            canister_id: canister,
+            settings: CanisterSettings { log_visibility: Some(LogVisibility::Public), ..Default::default() },
+            sender_canister_version: None,
+        };
+        call(&mut ic, management, "update_settings", Encode!(&public).unwrap());
+        assert_eq!(fetch(&mut ic, stranger, None).unwrap(), records);
     }
 
     #[test]

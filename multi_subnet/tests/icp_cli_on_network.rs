@@ -224,6 +224,9 @@ fn the_upstream_flow_on_two_subnets_deploys_calls_upgrades_and_guards() {
         assert!(status.contains(shown), "{shown:?} in {status}");
     }
     assert!(!status.contains("Memory size: 0\n"), "the heap, stable memory and module count: {status}");
+    // The frontend's log (fetch_canister_logs): what icp.yaml's sync step stored.
+    let logs = project.ok(&["canister", "logs", "-e", "sim", "frontend"]);
+    assert!(logs.contains("stored /index.html ("), "{logs}");
     let big_hash = format!("Module hash: 0x{}", hex_sha256(&std::fs::read(&big).unwrap()));
     let big_status = project.ok(&["canister", "status", "-e", "sim", "big"]);
     assert!(big_status.contains(&big_hash), "the 3 MiB module installed in chunks: {big_status}");

@@ -85,4 +85,4 @@ pub use sim::{
     canister_id,
 };
 pub use stats::{CallsFrom, CanisterStats, RejectCounts};
-pub use system_api::CYCLES_MINTING_CANISTER;
+pub use system_api::{CYCLES_MINTING_CANISTER, LogRecord};

@@ -10,8 +10,9 @@ pub use canister::{CanisterInfo, Metadata};
 use candid::{CandidType, Decode, Nat, Principal};
 use ic_error_types::ErrorCode;
 use ic_management_canister_types::{
-    CanisterIdRecord, CanisterInstallMode, CanisterSettings, CanisterStatusResult, CanisterStatusType,
-    ChunkHash, EnvironmentVariable, InstallChunkedCodeArgs, InstallCodeArgs, MemoryMetrics,
+    CanisterIdRecord, CanisterInstallMode, CanisterLogFilter, CanisterLogRecord, CanisterSettings,
+    CanisterStatusResult, CanisterStatusType, ChunkHash, EnvironmentVariable, FetchCanisterLogsArgs,
+    FetchCanisterLogsResult, InstallChunkedCodeArgs, InstallCodeArgs, LogVisibility, MemoryMetrics,
     ProvisionalCreateCanisterWithCyclesArgs, QueryStats, UpdateSettingsArgs, UploadChunkArgs,
 };
 use sha2::{Digest, Sha256};
@@ -31,6 +32,44 @@ pub fn unsupported(what: impl std::fmt::Display) -> Reject {
             "{what}: not supported by this project's model of the IC (the simulator's, not the replica's)"
         ),
     )
+}
+
+/// A query to the management canister from `sender`: `fetch_canister_logs`
+/// (what the canister printed, for whom its log visibility admits), which
+/// the Candid UI and `icp canister logs` call.
+pub fn query<E: Engine>(ic: &Ic<E>, sender: Principal, method: &str, arg: &[u8]) -> CallResult {
+    if method != "fetch_canister_logs" {
+        return Err(unsupported(format!("query {method} to the management canister")));
+    }
+    let args: FetchCanisterLogsArgs = decode(arg, method)?;
+    let canister = args.canister_id;
+    let info =
+        ic.state.canisters.get(&canister).ok_or_else(|| {
+            Reject::new(ErrorCode::CanisterNotFound, format!("Canister {canister} not found"))
+        })?;
+    let allowed = match &info.settings.log_visibility {
+        LogVisibility::Public => true,
+        LogVisibility::Controllers => info.controllers.contains(&sender),
+        LogVisibility::AllowedViewers(viewers) => {
+            info.controllers.contains(&sender) || viewers.contains(&sender)
+        }
+    };
+    if !allowed {
+        return Err(Reject::new(
+            ErrorCode::CanisterRejectedMessage,
+            format!("Caller {sender} is not allowed to query ic00 method {method}"),
+        ));
+    }
+    let wanted = |record: &CanisterLogRecord| match &args.filter {
+        None => true,
+        Some(CanisterLogFilter::ByIdx { start, end }) => (*start..=*end).contains(&record.idx),
+        Some(CanisterLogFilter::ByTimestampNanos { start, end }) => {
+            (*start..=*end).contains(&record.timestamp_nanos)
+        }
+    };
+    let mut canister_log_records = ic.engine.canister_log(canister)?;
+    canister_log_records.retain(wanted);
+    reply(FetchCanisterLogsResult { canister_log_records })
 }
 
 impl<E: Engine> Ic<E> {

@@ -15,6 +15,7 @@ use crate::persist::{RestoreError, SaveError};
 use crate::sim::TrapInjector;
 use crate::stable::{MAX_PAGES, PAGE_SIZE, StableMemory};
 use crate::stats::CanisterStats;
+use crate::system_api::LogRecord;
 use crate::system_api::SystemState;
 
 /// A canister between messages: all of it but the engine's handles, which
@@ -35,7 +36,7 @@ pub struct SavedCanister {
     #[serde(with = "serde_bytes")]
     certified_data: Vec<u8>,
     wasm_memory_limit: u64,
-    debug_log: Vec<String>,
+    debug_log: Vec<LogRecord>,
     code: Option<SavedCode>,
     call_contexts: BTreeMap<CallContextId, CallContext>,
     callbacks: BTreeMap<CallbackId, Callback>,
@@ -87,7 +88,7 @@ impl Canister {
             canister_version: state.canister_version,
             certified_data: state.certified_data.clone(),
             wasm_memory_limit: state.wasm_memory_limit,
-            debug_log: state.debug_log.lines().map(String::from).collect(),
+            debug_log: state.debug_log.records().cloned().collect(),
             code,
             call_contexts: self.call_contexts.clone(),
             callbacks: self.callbacks.clone(),
@@ -126,8 +127,8 @@ impl Canister {
         state.canister_version = saved.canister_version;
         state.certified_data = saved.certified_data;
         state.wasm_memory_limit = saved.wasm_memory_limit;
-        for line in saved.debug_log {
-            state.debug_log.push(line);
+        for record in saved.debug_log {
+            state.debug_log.keep(record);
         }
         let mut canister = Canister::new(engine, saved.subnet, state, tracing);
         if let Some(code) = saved.code {

@@ -13,7 +13,7 @@ use crate::code;
 use crate::host_memory::HostMemory;
 use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
 use crate::stats::CanisterStats;
-use crate::system_api::{ApiLimits, Hosting, SystemState};
+use crate::system_api::{ApiLimits, Hosting, LogRecord, SystemState};
 
 mod config;
 mod error;
@@ -512,6 +512,12 @@ impl Sim {
     /// newest lines that fit in 4 KiB, as the replica's canister log keeps.
     pub fn debug_log(&self, id: Principal) -> Result<Vec<&str>, SimError> {
         Ok(self.canister(id)?.system_state().debug_log.lines().collect())
+    }
+
+    /// The canister's log as `fetch_canister_logs` answers it: what
+    /// [`Sim::debug_log`] holds, each line with its index and time.
+    pub fn canister_log(&self, id: Principal) -> Result<Vec<LogRecord>, SimError> {
+        Ok(self.canister(id)?.system_state().debug_log.records().cloned().collect())
     }
 
     /// Submits an update call. It is inducted in the next round of the

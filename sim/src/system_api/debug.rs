@@ -12,7 +12,8 @@ pub(super) fn register<I: Word>(r: &mut Registry) {
     def!(r, "debug_print", |c: Ctx<'_>, src: I, size: I| -> Result<(), Error> {
         charge_log(&mut c, size)?;
         let text = String::from_utf8_lossy(&read(&c, src, size)?).into_owned();
-        c.data_mut().debug_log.push(text);
+        let time = c.data_mut().exec()?.context.time;
+        c.data_mut().debug_log.push(time, text);
         Ok(())
     });
     def!(r, "trap", |c: Ctx<'_>, src: I, size: I| -> Result<(), Error> {
@@ -30,15 +31,29 @@ fn charge_log(c: &mut Ctx<'_>, size: impl Word) -> Result<(), Error> {
     charge(c, costs::logging(len, costs::LOG_CAPACITY.saturating_sub(logged)))
 }
 
-/// What a canister printed with `ic0.debug_print`: the newest lines that
+/// What a canister printed with `ic0.debug_print`: the newest records that
 /// fit in [`costs::LOG_CAPACITY`] bytes, older ones dropped, as the
 /// replica's canister log keeps its newest records. A canister that prints
 /// on every message thus costs the same memory after a million as after a
 /// hundred.
 #[derive(Debug, Default)]
 pub struct DebugLog {
-    lines: VecDeque<String>,
+    records: VecDeque<LogRecord>,
     bytes: u64,
+    /// The index the next record gets: indices keep counting as old
+    /// records are dropped, as the replica's do.
+    next_idx: u64,
+}
+
+/// One line of a canister's log, as `fetch_canister_logs` answers it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LogRecord {
+    /// Its place in the log since the canister was created.
+    pub idx: u64,
+    /// When it was printed: the time of the message that printed it.
+    pub timestamp_nanos: u64,
+    /// What was printed.
+    pub content: String,
 }
 
 impl DebugLog {
@@ -48,17 +63,31 @@ impl DebugLog {
         (line.len() as u64).max(1)
     }
 
-    pub fn push(&mut self, line: String) {
-        self.bytes += Self::size(&line);
-        self.lines.push_back(line);
+    /// Logs `line`, printed at `time`.
+    pub fn push(&mut self, time: u64, line: String) {
+        let record = LogRecord { idx: self.next_idx, timestamp_nanos: time, content: line };
+        self.next_idx += 1;
+        self.keep(record);
+    }
+
+    /// Keeps `record` as it was logged (a saved log restored).
+    pub fn keep(&mut self, record: LogRecord) {
+        self.next_idx = self.next_idx.max(record.idx + 1);
+        self.bytes += Self::size(&record.content);
+        self.records.push_back(record);
         while self.bytes > costs::LOG_CAPACITY {
-            let oldest = self.lines.pop_front().expect("the bytes are its lines'");
-            self.bytes -= Self::size(&oldest);
+            let oldest = self.records.pop_front().expect("the bytes are its records'");
+            self.bytes -= Self::size(&oldest.content);
         }
     }
 
     /// Oldest first.
+    pub fn records(&self) -> impl Iterator<Item = &LogRecord> {
+        self.records.iter()
+    }
+
+    /// What was printed, oldest first.
     pub fn lines(&self) -> impl Iterator<Item = &str> {
-        self.lines.iter().map(String::as_str)
+        self.records.iter().map(|record| record.content.as_str())
     }
 }

@@ -29,7 +29,7 @@ use crate::stable::{OutOfBounds, StableMemory};
 
 pub use calls::too_large_for_another_subnet;
 pub use canister::CYCLES_MINTING_CANISTER;
-pub use debug::DebugLog;
+pub use debug::{DebugLog, LogRecord};
 pub use linker::linker;
 pub use linker::{Word, has_memory64};
 pub use message_state::{Effects, EntryKind, Execution, MessageContext, PerformedCall};

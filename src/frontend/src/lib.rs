@@ -20,10 +20,13 @@ fn store(file: File) {
     if !ic_cdk::api::is_controller(&ic_cdk::api::msg_caller()) {
         ic_cdk::trap("only a controller of this canister may store files");
     }
+    let stored = format!("stored /{} ({} bytes, {})", file.path, file.body.len(), file.content_type);
     if let Err(refused) = SITE.with_borrow_mut(|site| site.store(file)) {
         ic_cdk::trap(refused);
     }
     certify();
+    // The canister's log (`icp canister logs frontend`) says what is served.
+    ic_cdk::println!("{stored}");
 }
 
 #[ic_cdk::query]
