@@ -3,10 +3,14 @@
 //! binary) served and verified, and each way a request can fail answered
 //! with the gateway's status and a page, the API serving on.
 
-use candid::{Encode, Principal};
+use candid::{CandidType, Encode, Principal};
 use ic_agent::Agent;
 use ic_agent::identity::BasicIdentity;
 use ic_utils::interfaces::ManagementCanister;
+use ic_utils::interfaces::http_request::{
+    CallbackStrategy, HttpRequestStreamingCallback, HttpResponse, StreamingCallbackHttpResponse,
+    StreamingStrategy,
+};
 use std::net::SocketAddr;
 
 /// A network of two subnets served with its gateway on 127.0.0.1; its
@@ -37,37 +41,76 @@ async fn network() -> (SocketAddr, Agent) {
 /// `wasm` installed on a new canister of the first subnet, as dfx installs
 /// it (ic-utils' management canister, at dfx's default effective id).
 async fn install(agent: &Agent, wasm: Vec<u8>) -> Principal {
-    let management = ManagementCanister::create(agent);
-    let first_subnet = Principal::from_text("rwlgt-iiaaa-aaaaa-aaaaa-cai").unwrap();
-    let creating = management.create_canister().as_provisional_create_with_amount(None);
-    let (canister,) = creating.with_effective_canister_id(first_subnet).call_and_wait().await.unwrap();
-    management.install(&canister, &wasm).with_raw_arg(Encode!().unwrap()).call_and_wait().await.unwrap();
+    let canister = create(agent).await;
+    install_into(agent, canister, wasm).await;
     canister
 }
 
-/// A canister whose `http_request` answers every request with 200 and
-/// `body`, and no certificate.
-fn uncertified_page(body: &str) -> Vec<u8> {
-    #[derive(candid::CandidType)]
-    struct HttpResponse {
-        status_code: u16,
-        headers: Vec<(String, String)>,
-        body: Vec<u8>,
+async fn create(agent: &Agent) -> Principal {
+    let management = ManagementCanister::create(agent);
+    let first_subnet = Principal::from_text("rwlgt-iiaaa-aaaaa-aaaaa-cai").unwrap();
+    let creating = management.create_canister().as_provisional_create_with_amount(None);
+    creating.with_effective_canister_id(first_subnet).call_and_wait().await.unwrap().0
+}
+
+async fn install_into(agent: &Agent, canister: Principal, wasm: Vec<u8>) {
+    let management = ManagementCanister::create(agent);
+    management.install(&canister, &wasm).with_raw_arg(Encode!().unwrap()).call_and_wait().await.unwrap();
+}
+
+/// The token of this file's streamed responses.
+#[derive(CandidType)]
+struct Part {
+    index: u64,
+}
+
+type Callback = HttpRequestStreamingCallback<Part>;
+
+/// An uncertified response: 200 and `body`, maybe asking to be upgraded
+/// or streamed.
+fn response(
+    body: &str,
+    upgrade: Option<bool>,
+    streaming: Option<StreamingStrategy<Part, Callback>>,
+) -> Vec<u8> {
+    let response = HttpResponse::<Part, Callback> {
+        status_code: 200,
+        headers: vec![],
+        body: body.into(),
+        streaming_strategy: streaming,
+        upgrade,
+    };
+    Encode!(&response).unwrap()
+}
+
+/// A canister whose every export (`canister_query http_request`, ...)
+/// replies with its fixed bytes, certifying nothing.
+fn replying(exports: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let (mut data, mut funcs, mut offset) = (String::new(), String::new(), 0);
+    for (export, reply) in exports {
+        let bytes: String = reply.iter().map(|byte| format!("\\{byte:02x}")).collect();
+        data += &format!(r#"(data (i32.const {offset}) "{bytes}")"#);
+        funcs += &format!(
+            r#"(func (export "{export}") (call $append (i32.const {offset}) (i32.const {})) (call $reply))"#,
+            reply.len()
+        );
+        offset += reply.len();
     }
-    let reply = Encode!(&HttpResponse { status_code: 200, headers: vec![], body: body.into() }).unwrap();
-    let data: String = reply.iter().map(|byte| format!("\\{byte:02x}")).collect();
     wat::parse_str(format!(
         r#"(module
             (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
             (import "ic0" "msg_reply" (func $reply))
             (memory 1)
-            (data (i32.const 0) "{data}")
-            (func (export "canister_query http_request")
-              (call $append (i32.const 0) (i32.const {}))
-              (call $reply)))"#,
-        reply.len()
+            {data}
+            {funcs})"#
     ))
     .unwrap()
+}
+
+/// A canister whose `http_request` answers every request with 200 and
+/// `body`, and no certificate.
+fn uncertified_page(body: &str) -> Vec<u8> {
+    replying(&[("canister_query http_request", response(body, None, None))])
 }
 
 /// GET `url`, `host` resolving to the network as a browser resolves
@@ -147,4 +190,39 @@ async fn the_candid_ui_is_served_verified_and_failures_get_the_gateways_status_a
     assert_eq!((status, body.as_str()), (404, "Endpoint not found."));
     let status = agent.status().await.expect("/api/v2/status answers");
     assert!(status.root_key.is_some());
+}
+
+/// The two ways a canister answers over several calls, through the
+/// network's API: a query asking to be upgraded is answered by
+/// `http_request_update`, and a streamed body is followed through its
+/// callback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgraded_request_is_answered_by_the_update_and_a_stream_is_followed() {
+    let (address, agent) = network().await;
+    let upgraded = install(
+        &agent,
+        replying(&[
+            ("canister_query http_request", response("", Some(true), None)),
+            ("canister_update http_request_update", response("answered by http_request_update", None, None)),
+        ]),
+    )
+    .await;
+    // An update's reply comes certified by the call's own certificate.
+    let (status, body) = get(address, &format!("{upgraded}.localhost"), "/").await;
+    assert_eq!((status, body.as_str()), (200, "answered by http_request_update"));
+
+    let streamed = create(&agent).await;
+    let callback = candid::Func { principal: streamed, method: "http_request_streaming_callback".into() };
+    let strategy = StreamingStrategy::Callback(CallbackStrategy {
+        callback: HttpRequestStreamingCallback(callback, std::marker::PhantomData),
+        token: Part { index: 1 },
+    });
+    let last = StreamingCallbackHttpResponse::<Part> { body: "and the rest".into(), token: None };
+    let wasm = replying(&[
+        ("canister_query http_request", response("the first part, ", None, Some(strategy))),
+        ("canister_query http_request_streaming_callback", Encode!(&last).unwrap()),
+    ]);
+    install_into(&agent, streamed, wasm).await;
+    let (status, body) = get(address, &format!("{streamed}.raw.localhost"), "/").await;
+    assert_eq!((status, body.as_str()), (200, "the first part, and the rest"));
 }
