@@ -7,13 +7,13 @@
 //!
 //! ```text
 //! # The default run (DEFAULT_CASES cases, about 15 s in a debug build):
-//! cargo test -p sim --test fuzz_modules
+//! cargo test -p sim --test it fuzz_modules
 //! # A long run (about 8 minutes on two cores, plus the release build):
-//! FUZZ_CASES=20000 cargo test --release -p sim --test fuzz_modules -- --nocapture
+//! FUZZ_CASES=20000 cargo test --release -p sim --test it fuzz_modules -- --nocapture
 //! # Replay one case in this process, printing each step's result:
-//! FUZZ_SEED=1234 cargo test -p sim --test fuzz_modules -- --nocapture
+//! FUZZ_SEED=1234 cargo test -p sim --test it fuzz_modules -- --nocapture
 //! # Run the steps of a case with a given module (a minimised reproducer):
-//! FUZZ_MODULE=/tmp/fuzz-finds/repro.wat cargo test -p sim --test fuzz_modules -- --nocapture
+//! FUZZ_MODULE=/tmp/fuzz-finds/repro.wat cargo test -p sim --test it fuzz_modules -- --nocapture
 //! ```
 //!
 //! Variables:
@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 /// project's two-core machines (the summary line says how long it took).
 const DEFAULT_CASES: u64 = 300;
 /// This test's name, for running it again in a child process.
-const TEST_NAME: &str = "fuzz_whole_canister_modules";
+const TEST_NAME: &str = "fuzz_modules::fuzz_whole_canister_modules";
 const MIB: u64 = 1 << 20;
 const MAX_INSTRUCTIONS_PER_MESSAGE: u64 = 50_000_000;
 

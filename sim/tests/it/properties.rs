@@ -1,10 +1,8 @@
 //! Properties of the model over random programs of the WAT fixtures and
 //! random topologies.
 
-mod common;
-
+use crate::common::*;
 use candid::Principal;
-use common::*;
 use proptest::prelude::*;
 use sim::{
     Action, Event, Faults, IDS_PER_SUBNET, MessageId, ONE_SECOND_NS, RejectCode, Sim, SimConfig, Stall,
@@ -211,7 +209,7 @@ fn subnet_ids_stay_apart_beyond_256_subnets() {
     assert_eq!(builder.build().subnets().len(), 600);
 }
 
-const SYSTEM_API: &str = include_str!("fixtures/system_api.wat");
+const SYSTEM_API: &str = include_str!("../fixtures/system_api.wat");
 
 /// The ticks of [`fan_out_run`].
 const TICKS: u64 = 40;

@@ -1,13 +1,11 @@
 //! The model, tested with the WAT fixtures: queues, call contexts,
 //! rollback, instructions, canister management, saving and restoring.
 
-mod common;
-
+use crate::common::*;
 use candid::Principal;
-use common::*;
 use sim::{Action, Event, Faults, HostMemory, RejectCode, Sim, SimConfig, SimError, Stall, TrapRate, Traps};
 
-const KEEPER: &str = include_str!("fixtures/keeper.wat");
+const KEEPER: &str = include_str!("../fixtures/keeper.wat");
 
 #[test]
 fn a_pair_has_500_request_slots_shared_by_messages() {

@@ -10,13 +10,11 @@
 //!   bulk memory 100 plus its size; `block`/`loop`/`else`/`end` 0;
 //! - a system call adds its overhead and per-byte charge.
 
-mod common;
-
+use crate::common::*;
 use candid::Principal;
-use common::*;
 use sim::{RejectCode, Sim, SimConfig};
 
-const METERING: &str = include_str!("fixtures/metering.wat");
+const METERING: &str = include_str!("../fixtures/metering.wat");
 
 fn metered(max_instructions: u64) -> (Sim, Principal) {
     let config = SimConfig { max_instructions_per_message: max_instructions, ..SimConfig::default() };

@@ -2,15 +2,12 @@
 //! replica's semantics: certified data and the data certificate, call
 //! deadlines, the canister version, and the stack.
 
-mod common;
-#[path = "common/stack_shapes.rs"]
-mod stack_shapes;
-
+use crate::common::stack_shapes;
+use crate::common::*;
 use candid::Principal;
-use common::*;
 use sim::{ONE_SECOND_NS, RejectCode, Sim};
 
-const SYSTEM_API: &str = include_str!("fixtures/system_api.wat");
+const SYSTEM_API: &str = include_str!("../fixtures/system_api.wat");
 
 fn one_canister() -> (Sim, Principal) {
     let mut sim = Sim::builder().with_subnet().build();

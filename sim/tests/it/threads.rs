@@ -3,10 +3,8 @@
 //! the whole budget, a canister runs on one thread. The budgets are set from
 //! a measured message, so the tests hold whatever a message counts.
 
-mod common;
-
+use crate::common::*;
 use candid::Principal;
-use common::*;
 use sim::{RoundLimits, Sim, SimConfig};
 
 /// Loop iterations of each `burn` message: its instructions outweigh the

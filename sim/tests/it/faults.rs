@@ -1,9 +1,7 @@
 //! Fault injection: each knob does what it says, and the seed alone
 //! decides the random choices.
 
-mod common;
-
-use common::{CALLEE, controller, install};
+use crate::common::{self, CALLEE, controller, install};
 use sim::{Action, Event, Faults, Outstanding, RejectCode, Sim, Stall, TrapRate, Traps};
 
 fn callee_on(subnets: usize) -> (Sim, candid::Principal) {

@@ -1,9 +1,7 @@
 //! What the simulator keeps of a canister's history is bounded: after many
 //! messages it holds no more than after a few (counted, not timed).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use sim::Sim;
 
 /// Prints its argument with `ic0.debug_print`.

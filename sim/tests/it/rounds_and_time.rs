@@ -1,9 +1,7 @@
 //! Rounds across subnets, time and timers, with the WAT fixtures.
 
-mod common;
-
+use crate::common::*;
 use candid::Principal;
-use common::*;
 use sim::{ONE_SECOND_NS, RoundLimits, Sim, SimConfig};
 
 /// Three subnet ids whose byte order differs from the order of their text

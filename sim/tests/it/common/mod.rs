@@ -1,14 +1,15 @@
 //! Fixtures and helpers shared by the model tests: small WAT canisters
 //! written against the bare system API, so that no behaviour depends on
 //! ic-cdk or on a method name.
-#![allow(dead_code)] // Each test file uses its own part.
+
+pub mod stack_shapes;
 
 use candid::Principal;
 use sim::{MessageId, Sim};
 
-pub const PROBE: &str = include_str!("../fixtures/probe.wat");
-pub const CALLEE: &str = include_str!("../fixtures/callee.wat");
-pub const RELAY: &str = include_str!("../fixtures/relay.wat");
+pub const PROBE: &str = include_str!("../../fixtures/probe.wat");
+pub const CALLEE: &str = include_str!("../../fixtures/callee.wat");
+pub const RELAY: &str = include_str!("../../fixtures/relay.wat");
 
 pub fn controller() -> Principal {
     Principal::self_authenticating(b"model tests")

@@ -2,7 +2,7 @@
 //! method `recurse` takes a depth (a little-endian u32) and recurses that
 //! many frames deep, replying with an i64 that every frame contributed to;
 //! the query `calls` answers how many `recurse` calls committed (an i64).
-//! Shared by `tests/system_api.rs` (the simulator) and
+//! Shared by `tests/it/system_api.rs` (the simulator) and
 //! `examples/stack_depth.rs` (the replica's engine beside the simulator).
 #![allow(dead_code)] // Each includer uses its own part.
 

@@ -1,12 +1,10 @@
 //! Canisters that misbehave on purpose: the simulator answers each with an
 //! IC-like trap, keeps the canister as it was, and keeps running.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use sim::{RejectCode, Sim, SimConfig};
 
-const HOSTILE: &str = include_str!("fixtures/hostile.wat");
+const HOSTILE: &str = include_str!("../fixtures/hostile.wat");
 
 /// The hostile canister on one subnet, with `max_instructions` per message.
 fn hostile(max_instructions: u64) -> (Sim, candid::Principal) {
@@ -75,7 +73,7 @@ fn a_callee_that_never_replies_keeps_its_context_open_and_a_bounded_wait_caller_
     let held = install(&mut sim, 2, HOSTILE);
     sim.pause_canister(held, 1_000);
     let silent = sim.create_canister(1, vec![controller()]).unwrap();
-    let wasm = wat::parse_str(include_str!("fixtures/silent.wat")).unwrap();
+    let wasm = wat::parse_str(include_str!("../fixtures/silent.wat")).unwrap();
     sim.install_canister(silent, &wasm, held.as_slice().to_vec(), controller()).unwrap();
     sim.update_call(caller, controller(), "setup_callee", candid::encode_one(silent).unwrap()).unwrap();
     let start = sim.time();

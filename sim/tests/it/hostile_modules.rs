@@ -1,12 +1,10 @@
 //! Modules that used to abort, hang or exhaust the process running the
-//! simulator (issue 19), one fixture each in `fixtures/hostile_modules/`:
+//! simulator (issue 19), one fixture each in `tests/fixtures/hostile_modules/`:
 //! each is now refused at install or trapped as the replica would, with
 //! the canister left as it was and the simulator still serving.
 
-mod common;
-
+use crate::common::*;
 use candid::Principal;
-use common::*;
 use sim::{RejectCode, Sim, SimConfig, SimError};
 
 fn fixture(name: &str) -> Vec<u8> {

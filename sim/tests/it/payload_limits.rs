@@ -4,13 +4,11 @@
 //! subnet is answered with a CANISTER_ERROR reject instead of leaving. Each
 //! limit is crossed by one byte and met exactly.
 
-mod common;
-
+use crate::common::*;
 use candid::Principal;
-use common::*;
 use sim::{Reject, RejectCode, Sim};
 
-const BIG_CALL: &str = include_str!("fixtures/big_call.wat");
+const BIG_CALL: &str = include_str!("../fixtures/big_call.wat");
 /// The method the fixture calls: "take".
 const NAME: usize = 4;
 const TWO_MIB: usize = 2 << 20;
