@@ -209,7 +209,7 @@ const ENDPOINTS_WITH_ARGUMENTS: [(&str, &str); 6] = [
 
 #[test]
 fn the_table_lists_every_method_with_arguments_in_the_did() {
-    let did = endpoints_with_arguments(include_str!("../caller.did"));
+    let did = endpoints_with_arguments(include_str!("../../caller.did"));
     let mut did: Vec<_> = did.iter().map(|e| (e.method.as_str(), e.expected.as_str())).collect();
     let mut table = ENDPOINTS_WITH_ARGUMENTS.to_vec();
     did.sort();

@@ -48,8 +48,8 @@ enum Canister {
 /// Every endpoint of both canisters that takes an argument, as their .did
 /// files declare them, with the type an undecodable argument's reject names.
 fn endpoints() -> Vec<(Canister, Endpoint)> {
-    let caller = endpoints_with_arguments(include_str!("../caller.did"));
-    let callee = endpoints_with_arguments(include_str!("../../callee/callee.did"));
+    let caller = endpoints_with_arguments(include_str!("../../caller.did"));
+    let callee = endpoints_with_arguments(include_str!("../../../callee/callee.did"));
     let all: Vec<_> = caller
         .into_iter()
         .map(|e| (Canister::Caller, e))
