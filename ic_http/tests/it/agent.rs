@@ -1,7 +1,7 @@
 //! The interface as ic-agent 0.49.1 (icp-cli's agent) sees it: its own
 //! verifier checks every certificate and query signature. The backend here
 //! is a small echo engine, so that these tests are about the protocol; the
-//! simulator behind the same interface is tested in `multi_subnet`.
+//! simulator behind the same interface is tested in `ic_http_on_sim`.
 
 use candid::Principal;
 use ic_agent::agent::{RejectCode, RequestStatusResponse};
