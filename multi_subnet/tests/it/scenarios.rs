@@ -2,16 +2,13 @@
 //! PocketIC they need a server, so they are ignored unless run with
 //! `--include-ignored` (scripts/test.sh does that when POCKET_IC_BIN is set).
 
-#[path = "common/scenarios.rs"]
-mod scenarios;
-
+use crate::common::scenarios::{ONE_SUBNET, TWO_SUBNETS, rounds, suite, suite_placed};
 use interface::Strategy;
 use multi_subnet::engines::TimeStep;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
 use multi_subnet::engines::pocket_ic_server;
 use multi_subnet::engines::sim::SimEngine;
 use multi_subnet::scenario::{CallerSubnet, Deployment, Run, Topology};
-use scenarios::{ONE_SUBNET, TWO_SUBNETS, rounds, suite, suite_placed};
 
 /// The simulator's own counts agree with what the caller replied: the
 /// callee executed one ping per success, and `call_perform` refused the rest.

@@ -6,9 +6,7 @@
 //! copy of this repository's icp.yaml (its `sim` environment, with the
 //! pinned root key; only the port and the build scripts' paths differ).
 
-#[path = "common/big_module.rs"]
-mod big_module;
-
+use crate::common::big_module;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};

@@ -70,7 +70,7 @@ fn a_seed_gives_the_same_table_in_another_process() {
     let output = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "a_seed_gives_the_same_table_in_another_process",
+            "chaos::a_seed_gives_the_same_table_in_another_process",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -2,10 +2,7 @@
 //! PocketIC with `--include-ignored` when POCKET_IC_BIN names a server
 //! (scripts/test.sh does that).
 
-#[macro_use]
-#[path = "common/goals.rs"]
-mod goals;
-
+use crate::common::goals::goal_tests;
 use multi_subnet::engines::{Engine, EngineChoice, EngineFactory, TimeStep};
 
 fn sim() -> Box<dyn Engine> {

@@ -54,7 +54,7 @@ fn bad_plans_are_rejected_before_any_call() {
 
 /// A callee that forwards every tenth ping to a canister on a third subnet,
 /// so that pings take different numbers of rounds.
-const UNEVEN_CALLEE: &str = include_str!("fixtures/uneven_callee.wat");
+const UNEVEN_CALLEE: &str = include_str!("../fixtures/uneven_callee.wat");
 
 #[test]
 fn bounded_refills_its_window_as_soon_as_any_call_answers() {
@@ -171,7 +171,7 @@ fn a_job_retries_what_a_window_did_not_start_and_delivers_everything() {
 }
 
 /// A callee that answers `ping_batch` with the bytes it is given.
-const BAD_ACKNOWLEDGER: &str = include_str!("fixtures/bad_acknowledger.wat");
+const BAD_ACKNOWLEDGER: &str = include_str!("../fixtures/bad_acknowledger.wat");
 
 #[test]
 fn a_batch_answered_with_the_wrong_number_of_results_fails_whole() {

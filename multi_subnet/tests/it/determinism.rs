@@ -32,7 +32,7 @@ fn trace() -> String {
 /// Runs this test binary again, printing the trace.
 fn trace_in_another_process() -> String {
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "same_figures_in_two_processes", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "determinism::same_figures_in_two_processes", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .output()
         .unwrap();

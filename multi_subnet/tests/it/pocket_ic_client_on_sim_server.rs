@@ -5,16 +5,9 @@
 //! write theirs; and the bad requests, which get errors while the server
 //! keeps serving.
 
-#[path = "common/scenarios.rs"]
-mod scenarios;
-
-#[macro_use]
-#[path = "common/goals.rs"]
-mod goals;
-
-#[path = "common/big_module.rs"]
-mod big_module;
-
+use crate::common::big_module;
+use crate::common::goals::goal_tests;
+use crate::common::scenarios::{ONE_SUBNET, TWO_SUBNETS, rounds, suite, suite_placed};
 use candid::{Decode, Encode, Principal};
 use ic_management_canister_types::CanisterStatusType;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
@@ -23,7 +16,6 @@ use multi_subnet::scenario::{CallerSubnet, Topology};
 use pocket_ic::common::rest::{RawCanisterCall, RawEffectivePrincipal};
 use pocket_ic::{PocketIcBuilder, RejectCode};
 use reqwest::StatusCode;
-use scenarios::{ONE_SUBNET, TWO_SUBNETS, rounds, suite, suite_placed};
 use std::sync::OnceLock;
 
 /// One server for every test of this file; each test has instances of its own.
@@ -116,7 +108,7 @@ fn pocket_ic_client_on_sim_server_as_a_user_writes_tests() {
 fn pocket_ic_client_on_sim_server_gives_queries_a_data_certificate() {
     let pic = PocketIcBuilder::new().with_server_url(url()).with_application_subnet().build();
     let canister = pic.create_canister();
-    let wasm = wat::parse_str(include_str!("../../sim/tests/fixtures/system_api.wat")).unwrap();
+    let wasm = wat::parse_str(include_str!("../../../sim/tests/fixtures/system_api.wat")).unwrap();
     pic.install_canister(canister, wasm, vec![], None);
     let data = [42u8; 32];
     pic.update_call(canister, Principal::anonymous(), "certify", data.to_vec()).expect("certified");

@@ -80,7 +80,7 @@ pub fn batching_costs_at_least_ten_times_fewer_instructions_per_ping(engine: &mu
 /// with `start_*` functions of the calling module that return a `Box<dyn Engine>`.
 macro_rules! goal_tests {
     ($engines:tt) => {
-        goal_tests!(@each $engines
+        $crate::common::goals::goal_tests!(@each $engines
             bounded_delivers_everything_in_about_one_round_per_window,
             parallel_2000_still_shows_the_limit,
             retries_deliver_all_2000,
@@ -88,7 +88,7 @@ macro_rules! goal_tests {
             batching_costs_at_least_ten_times_fewer_instructions_per_ping);
     };
     (@each $engines:tt $($goal:ident),*) => {$(
-        goal_tests!(@one $goal $engines);
+        $crate::common::goals::goal_tests!(@one $goal $engines);
     )*};
     (@one $goal:ident [$($engine:ident => $start:ident $(#[$attr:meta])*;)*]) => {
         mod $goal {
@@ -96,9 +96,10 @@ macro_rules! goal_tests {
                 #[test]
                 $(#[$attr])*
                 fn $engine() {
-                    super::goals::$goal(super::$start().as_mut());
+                    $crate::common::goals::$goal(super::$start().as_mut());
                 }
             )*
         }
     };
 }
+pub(crate) use goal_tests;

@@ -13,7 +13,7 @@ use ic_model::Keys;
 use serde::Deserialize;
 use sim::Sim;
 
-const SYSTEM_API: &str = include_str!("../../sim/tests/fixtures/system_api.wat");
+const SYSTEM_API: &str = include_str!("../../../sim/tests/fixtures/system_api.wat");
 
 /// `wasm` installed with `arg` as dfx installs it (created with
 /// `provisional_create_canister_with_cycles`, then `install_code`) on a

@@ -16,17 +16,13 @@
 //! the process ends the run); `HOSTILE_SERVER_URL` runs them on a server
 //! already running instead of one in-process.
 
-#[allow(dead_code)]
-#[path = "common/scenarios.rs"]
-mod scenarios;
-
+use crate::common::scenarios::{ONE_SUBNET, rounds, suite};
 use candid::{Encode, Principal};
 use multi_subnet::engines::TimeStep;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
 use multi_subnet::scenario::Topology;
 use pocket_ic::common::rest::InstanceId;
 use pocket_ic::{PocketIc, PocketIcBuilder, RejectResponse};
-use scenarios::{ONE_SUBNET, rounds, suite};
 use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -69,7 +65,7 @@ macro_rules! reproducer {
     ($name:literal, $calls:expr, $expect:literal) => {
         Reproducer {
             name: $name,
-            wat: include_str!(concat!("../../sim/tests/fixtures/hostile_modules/", $name, ".wat")),
+            wat: include_str!(concat!("../../../sim/tests/fixtures/hostile_modules/", $name, ".wat")),
             calls: $calls,
             expect: $expect,
         }
