@@ -9,6 +9,7 @@ use ic_agent::identity::{
     AnonymousIdentity, BasicIdentity, DelegatedIdentity, Prime256v1Identity, Secp256k1Identity,
 };
 use ic_agent::{Agent, AgentError, Identity, RequestId};
+use ic_error_types::ErrorCode;
 use ic_http::{Backend, Network, Options, Persistence, Reject};
 use ic_model::{CertifiedState, Keys, SubnetRanges};
 use ic_transport_types::{Delegation, Envelope, EnvelopeContent, SignedDelegation};
@@ -47,36 +48,19 @@ impl Echo {
 
     /// The engine [`Backend::save`] saved, with keys from `seed`.
     fn restore(seed: u64, saved: &[u8]) -> Self {
-        let (time, count, messages): (u64, u64, Vec<SavedMessage>) = serde_cbor::from_slice(saved).unwrap();
-        let messages = messages
-            .into_iter()
-            .map(|(to, from, method, arg, outcome)| {
-                let outcome = outcome.map(|o| {
-                    o.map_err(|(code, message, error_code)| Reject {
-                        code: ic_transport_types::RejectCode::try_from(code).unwrap(),
-                        message,
-                        error_code,
-                    })
-                });
-                (to, from, method, arg, outcome)
-            })
-            .collect();
+        let (time, count, messages): (u64, u64, Vec<Message>) = serde_cbor::from_slice(saved).unwrap();
         Self { time, count, messages, ..Self::new(seed) }
     }
 }
-
-/// A [`Message`] with its reject as a tuple, as [`Echo`] saves it.
-type SavedMessage = (Principal, Principal, String, Vec<u8>, Option<Result<Vec<u8>, (u64, String, String)>>);
 
 /// A message submitted: to, from, method, argument, and its outcome once executed.
 type Message = (Principal, Principal, String, Vec<u8>, Option<Result<Vec<u8>, Reject>>);
 
 fn missing(canister: Principal, kind: &str, method: &str) -> Reject {
-    Reject {
-        code: ic_transport_types::RejectCode::CanisterError,
-        message: format!("Canister {canister} has no {kind} method '{method}'"),
-        error_code: "IC0536".into(),
-    }
+    Reject::new(
+        ErrorCode::CanisterMethodNotFound,
+        format!("Canister {canister} has no {kind} method '{method}'"),
+    )
 }
 
 impl Backend for Echo {
@@ -143,17 +127,7 @@ impl Backend for Echo {
     }
 
     fn save(&self) -> Result<ic_http::SavedState, String> {
-        let messages: Vec<SavedMessage> = self
-            .messages
-            .iter()
-            .map(|(to, from, method, arg, outcome)| {
-                let outcome = outcome
-                    .clone()
-                    .map(|o| o.map_err(|reject| (reject.code as u64, reject.message, reject.error_code)));
-                (*to, *from, method.clone(), arg.clone(), outcome)
-            })
-            .collect();
-        let saved = serde_cbor::to_vec(&(self.time, self.count, messages)).unwrap();
+        let saved = serde_cbor::to_vec(&(self.time, self.count, &self.messages)).unwrap();
         Ok(Box::new(move || Ok(saved)))
     }
 
