@@ -1,20 +1,19 @@
 //! What the HTTP interface needs of the engine behind it.
 
 use candid::Principal;
-use ic_model::CertifiedState;
-use ic_transport_types::RejectCode;
+use ic_model::{CertifiedState, Reject};
+use ic_transport_types::{RejectCode, RejectResponse};
 use std::sync::Arc;
 
-/// A call the engine refused or a canister rejected, as the IC reports it
-/// to a user.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reject {
-    /// The interface specification's reject code (1 to 5).
-    pub code: RejectCode,
-    /// Why, for people.
-    pub message: String,
-    /// The replica's error code, such as `IC0406`.
-    pub error_code: String,
+/// A reject as the interface sends it. `SYS_UNKNOWN` (6) never reaches a
+/// user on the IC (an ingress message's outcome is always known) and agents
+/// cannot decode it: it is reported as transient.
+pub(crate) fn response(reject: Reject) -> RejectResponse {
+    RejectResponse {
+        reject_code: RejectCode::try_from(reject.code as u64).unwrap_or(RejectCode::SysTransient),
+        reject_message: reject.message,
+        error_code: Some(reject.error_code.to_string()),
+    }
 }
 
 /// A backend's state, taken between rounds; encoding it, the larger part

@@ -3,18 +3,9 @@
 
 use candid::Principal;
 use ic_model::{CertifiedState, Effective, Engine, Ic};
-use ic_transport_types::RejectCode;
 use std::sync::Arc;
 
 use crate::{Backend, Reject, SavedState};
-
-/// A reject of the model's as the interface reports it. `SYS_UNKNOWN` (6)
-/// never reaches a user on the IC (an ingress message's outcome is always
-/// known) and agents cannot decode it: it is reported as transient.
-fn reject(r: ic_model::Reject) -> Reject {
-    let code = RejectCode::try_from(r.code as u64).unwrap_or(RejectCode::SysTransient);
-    Reject { code, message: r.message, error_code: r.error_code.to_string() }
-}
 
 impl<E: Engine> Backend for Ic<E> {
     fn description(&self) -> String {
@@ -42,11 +33,11 @@ impl<E: Engine> Backend for Ic<E> {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<u64, Reject> {
-        Ic::submit(self, Effective::Canister(effective), canister, sender, method, arg).map_err(reject)
+        Ic::submit(self, Effective::Canister(effective), canister, sender, method, arg)
     }
 
     fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
-        Ic::outcome(self, ticket).map(|result| result.map_err(reject))
+        Ic::outcome(self, ticket)
     }
 
     fn forget(&mut self, ticket: u64) {
@@ -69,7 +60,7 @@ impl<E: Engine> Backend for Ic<E> {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Vec<u8>, Reject> {
-        Ic::query(self, canister, sender, method, arg).map_err(reject)
+        Ic::query(self, canister, sender, method, arg)
     }
 
     fn state_version(&self) -> u64 {

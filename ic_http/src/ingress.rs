@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ic_model::{Edits, Path, leb128};
 
-use crate::backend::Reject;
+use crate::Reject;
 
 /// What the network keeps of one ingress message.
 #[derive(Clone, Serialize, Deserialize)]
@@ -199,11 +199,14 @@ fn status_entries(id: &RequestId, result: Option<Result<Vec<u8>, Reject>>) -> Ve
     match result {
         None => vec![(at("status"), b"processing".to_vec())],
         Some(Ok(reply)) => vec![(at("status"), b"replied".to_vec()), (at("reply"), reply)],
-        Some(Err(reject)) => vec![
-            (at("status"), b"rejected".to_vec()),
-            (at("reject_code"), leb128(reject.code as u64)),
-            (at("reject_message"), reject.message.into_bytes()),
-            (at("error_code"), reject.error_code.into_bytes()),
-        ],
+        Some(Err(reject)) => {
+            let reject = crate::backend::response(reject);
+            vec![
+                (at("status"), b"rejected".to_vec()),
+                (at("reject_code"), leb128(reject.reject_code as u64)),
+                (at("reject_message"), reject.reject_message.into_bytes()),
+                (at("error_code"), reject.error_code.unwrap_or_default().into_bytes()),
+            ]
+        }
     }
 }

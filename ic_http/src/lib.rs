@@ -24,7 +24,8 @@ mod routes;
 mod serving;
 mod state_file;
 
-pub use backend::{Backend, Reject, SavedState};
+pub use backend::{Backend, SavedState};
+pub use ic_model::Reject;
 pub use network::{Network, Options, Persistence, SaveReport};
 pub use routes::{MAX_REQUEST_BYTES, router, router_beside};
 pub use serving::{RequestLimits, serve, serve_forever, serve_locally};

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use candid::Principal;
 use ic_transport_types::{
-    EnvelopeContent, NodeSignature, QueryResponse, ReadStateResponse, RejectResponse, ReplyResponse,
-    RequestId, TransportCallResponse,
+    EnvelopeContent, NodeSignature, QueryResponse, ReadStateResponse, ReplyResponse, RequestId,
+    TransportCallResponse,
 };
 use serde::Serialize;
 use std::time::Duration;
@@ -159,14 +159,9 @@ async fn query(
     let timestamp = subnet.certified_time();
     let unsigned = match result {
         Ok(arg) => QueryResponse::Replied { reply: ReplyResponse { arg }, signatures: vec![] },
-        Err(reject) => QueryResponse::Rejected {
-            reject: RejectResponse {
-                reject_code: reject.code,
-                reject_message: reject.message,
-                error_code: Some(reject.error_code),
-            },
-            signatures: vec![],
-        },
+        Err(reject) => {
+            QueryResponse::Rejected { reject: crate::backend::response(reject), signatures: vec![] }
+        }
     };
     let signature = subnet.node_key.sign_message(&unsigned.signable(request_id, timestamp)).to_vec();
     let signatures = vec![NodeSignature { timestamp, signature, identity: subnet.node_id }];
@@ -376,11 +371,7 @@ async fn call(
     };
     let message = Message { id, sender, canister_id, method_name, arg, ingress_expiry, effective, subnet };
     if let Err(reject) = submit(&network, message).await? {
-        let reject = RejectResponse {
-            reject_code: reject.code,
-            reject_message: reject.message,
-            error_code: Some(reject.error_code),
-        };
+        let reject = crate::backend::response(reject);
         return Ok(if synchronous {
             Cbor(TransportCallResponse::NonReplicatedRejection(reject)).into_response()
         } else {

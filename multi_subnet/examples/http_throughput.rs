@@ -169,7 +169,7 @@ async fn main() -> anyhow::Result<()> {
             format!("{:.1}x", wall.as_secs_f64() / in_process.as_secs_f64()),
         ]);
     }
-    println!("engine: {}", multi_subnet::network::DESCRIPTION);
+    println!("engine: {}", multi_subnet::commands::network::DESCRIPTION);
     println!("{table}");
     Ok(())
 }

@@ -6,12 +6,12 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::commands::chaos::ChaosArgs;
 pub use crate::commands::example::ExampleArgs;
+pub use crate::commands::network::NetworkArgs;
 pub use crate::commands::serve::ServeArgs;
 pub use crate::commands::sweep::SweepArgs;
 use interface::MAX_CALLS;
 
 use crate::engines::{EngineChoice, EngineFactory, Resolved};
-use crate::network::NetworkArgs;
 
 /// Runs `n` ping calls from a caller canister to a callee canister,
 /// sequentially and in parallel, and reports successes, rounds and time.

@@ -9,7 +9,6 @@ pub mod cli;
 pub mod commands;
 pub mod engines;
 pub mod load;
-pub mod network;
 pub mod profile;
 pub mod report;
 pub mod rounds;

@@ -11,7 +11,7 @@
 //! and memory64): a 5 MiB `max_wasm_stack`, Cranelift without optimisation,
 //! NaN canonicalisation, the replica's proposals. Each shape runs twice
 //! there: as written, and with the code the replica's instrumentation adds
-//! (see `tests/common/stack_shapes.rs`), which is what the replica compiles.
+//! (see `tests/it/common/stack_shapes.rs`), which is what the replica compiles.
 //! The simulator's side installs the module as written in a [`sim::Sim`],
 //! which instruments it itself, and calls it.
 //!
@@ -24,7 +24,7 @@ use std::num::NonZeroUsize;
 use candid::Principal;
 use wasmtime::{Caller, Config, Engine, Linker, Module, OptLevel, Store, Trap, WasmBacktraceDetails};
 
-#[path = "../tests/common/stack_shapes.rs"]
+#[path = "../tests/it/common/stack_shapes.rs"]
 mod stack_shapes;
 use stack_shapes::{Metering, SHAPES, canister};
 
@@ -211,5 +211,5 @@ fn main() {
     }
     let instrumented: Vec<u32> = replica.iter().map(|r| r.instrumented).collect();
     println!();
-    println!("REPLICA_DEPTHS in tests/system_api.rs: {instrumented:?}");
+    println!("REPLICA_DEPTHS in tests/it/system_api.rs: {instrumented:?}");
 }

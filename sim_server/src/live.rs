@@ -5,6 +5,7 @@
 
 use candid::Principal;
 use engine_thread::EngineThread;
+use ic_error_types::ErrorCode;
 use ic_http::{Backend, Reject};
 use ic_model::CertifiedState;
 use std::sync::Arc;
@@ -39,11 +40,10 @@ impl Remote {
 }
 
 fn gone() -> Reject {
-    Reject {
-        code: ic_transport_types::RejectCode::SysFatal,
-        message: "the instance was deleted, or its simulator failed: it serves no more requests".into(),
-        error_code: "IC0101".into(),
-    }
+    Reject::new(
+        ErrorCode::SubnetOversubscribed,
+        "the instance was deleted, or its simulator failed: it serves no more requests",
+    )
 }
 
 impl Backend for Remote {

@@ -7,7 +7,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
 use multi_subnet::cli::RequestLimitArgs;
-use multi_subnet::network::NetworkArgs;
+use multi_subnet::commands::network::{DESCRIPTION, NetworkArgs};
 use multi_subnet::profile::ProfileName;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -182,7 +182,7 @@ fn run() -> Result<()> {
         .with_context(|| format!("cannot create {}", status_dir.display()))?;
     let network = args.network()?;
     let served = network.serve(|serving| {
-        eprintln!("{}; listening on http://{}", multi_subnet::network::DESCRIPTION, serving.address);
+        eprintln!("{DESCRIPTION}; listening on http://{}", serving.address);
         // icp-cli keeps this log: `--subnet` takes these ids.
         for (index, subnet) in serving.subnets.iter().enumerate() {
             eprintln!("subnet {index}: {subnet}");

@@ -1,0 +1,4 @@
+//! The served simulator's integration tests, one module per subject, in one
+//! binary.
+
+mod pocket_ic_live_on_sim_server;
