@@ -5,8 +5,6 @@
 //! nothing waits. The store keeps every unfinished job, at most `kept` in
 //! all otherwise, and never reuses an id.
 
-#![cfg(feature = "jobs")]
-
 use ic_fanout::job::{Failed, Job, Jobs, Pass, Policy, Schedule};
 use ic_fanout::retry::{Backoff, Retry};
 use ic_stable_structures::VectorMemory;
