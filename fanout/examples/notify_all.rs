@@ -16,10 +16,10 @@
 
 use candid::{CandidType, Deserialize, Principal};
 use ic_cdk::api::{canister_version, is_controller, msg_caller};
-use ic_cdk::call::Call;
-use ic_fanout::job::{self, Failed, Jobs, Pass, Policy, Work};
+use ic_cdk::call::{Call, CallFailed};
+use ic_fanout::job::{self, Failed, JobId, Jobs, Pass, Policy, Work};
 use ic_fanout::retry::{Backoff, Retry};
-use ic_fanout::{Pace, fan_out};
+use ic_fanout::{Pace, Refusal, fan_out};
 use ic_stable_structures::DefaultMemoryImpl;
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use std::cell::RefCell;
@@ -74,13 +74,26 @@ struct Notice {
     message: String,
 }
 
-fn nonce(version: u64, id: u64) -> u64 {
-    (version << 32) | id
+fn nonce(version: u64, id: JobId) -> u64 {
+    (version << 32) | u64::from(id)
 }
 
 /// The lowest nonce an unfinished notification still sends.
 fn floor() -> u64 {
     JOBS.with(|j| j.borrow().unfinished().map(|(id, job)| nonce(job.state.version, id)).min().unwrap_or(0))
+}
+
+/// How a notice fails.
+enum NoticeFailed {
+    Call(CallFailed),
+    /// The answer is not a receiver's: sending again will not help.
+    NotAReceiver,
+}
+
+impl Refusal for NoticeFailed {
+    fn is_refusal(&self) -> bool {
+        matches!(self, Self::Call(error) if error.is_refusal())
+    }
 }
 
 /// Notifications, as jobs.
@@ -94,31 +107,26 @@ impl Work for Notify {
         &JOBS
     }
 
-    async fn pass(id: u64, pass: Pass) -> Vec<Failed> {
-        let Some(job) = JOBS.with(|j| j.borrow().get(id)) else { return vec![] };
-        let Notification { receivers, message, version, .. } = job.state;
+    async fn pass(id: JobId, notification: Notification, pass: Pass) -> Vec<Failed> {
+        let Notification { receivers, message, version, .. } = notification;
         let notice = Notice { nonce: nonce(version, id), floor: floor(), message };
         let arg = candid::encode_one(&notice).expect("a notice encodes");
         let items = pass.items(receivers.len() as u64);
-        let notify =
-            |&i: &u64| Call::bounded_wait(receivers[i as usize], "notify").with_raw_args(&arg).into_future();
+        let notify = |&i: &u64| {
+            let call = Call::bounded_wait(receivers[i as usize], "notify").with_raw_args(&arg);
+            async move {
+                let reply = call.await.map_err(NoticeFailed::Call)?;
+                reply.candid::<bool>().map_err(|_| NoticeFailed::NotAReceiver)
+            }
+        };
         let done = fan_out(Pace::Window(WINDOW), &items, notify).await;
 
-        let (mut delivered, mut earlier, mut failed) = (0, 0, vec![]);
-        for (&i, outcome) in items.iter().zip(done.into_outcomes()) {
-            match outcome {
-                Some(Ok(reply)) => match reply.candid::<bool>() {
-                    Ok(now) => {
-                        delivered += 1;
-                        earlier += u64::from(!now);
-                    }
-                    // Not a receiver of this kind: sending again will not help.
-                    Err(_) => failed.push(Failed::new(i, Retry::Never)),
-                },
-                Some(Err(error)) => failed.push(Failed::new(i, Retry::of(&error, receivers[i as usize]))),
-                None => failed.push(Failed::not_attempted(i)),
-            }
-        }
+        let delivered = done.succeeded().count() as u64;
+        let earlier = done.succeeded().filter(|&(_, &now)| !now).count() as u64;
+        let failed = Failed::from_fan_out(&items, &done, |i, error| match error {
+            NoticeFailed::Call(error) => Retry::of(error, receivers[i as usize]),
+            NoticeFailed::NotAReceiver => Retry::Never,
+        });
         JOBS.with(|j| {
             j.borrow_mut().update(id, |job| {
                 job.state.delivered += delivered;
@@ -169,12 +177,12 @@ fn notify_all(NotifyAll { receivers, message }: NotifyAll) -> u64 {
     }
     let notification =
         Notification { receivers, message, version: canister_version(), delivered: 0, delivered_earlier: 0 };
-    job::start::<Notify>(notification, Some(POLICY)).expect("POLICY is within the caps")
+    job::start::<Notify>(notification, Some(POLICY)).expect("POLICY is within the caps").into()
 }
 
 #[ic_cdk::query]
 fn job_status(id: u64) -> Option<Progress> {
-    let job = JOBS.with(|j| j.borrow().get(id))?;
+    let job = JOBS.with(|j| j.borrow().get(id.into()))?;
     let (s, schedule) = (job.state, job.schedule);
     Some(Progress {
         receivers: s.receivers.len() as u64,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 #[cfg(test)]
 use std::time::Duration;
 
+use crate::FanOut;
 use crate::retry::{Backoff, Retry};
 
 /// How a job retries: when ([`Backoff`]), and whether the callee executes
@@ -83,6 +84,25 @@ impl Failed {
     /// ```
     pub fn not_attempted(item: u64) -> Self {
         Self { item, retry: Retry::Always, attempted: false }
+    }
+
+    /// The failed calls of a pass that made one call per item of `items`
+    /// (its [`Pass::items`], or anything that converts to them) with
+    /// `done`, as [`Work::pass`](super::Work::pass) returns them: each call
+    /// that failed, as `retry` classifies its error, and each one not made,
+    /// in the items' order.
+    pub fn from_fan_out<I: Copy + Into<u64>, R, E>(
+        items: &[I],
+        done: &FanOut<R, E>,
+        mut retry: impl FnMut(I, &E) -> Retry,
+    ) -> Vec<Self> {
+        let outcomes = items.iter().zip(done.outcomes());
+        let failed = outcomes.filter_map(|(&item, outcome)| match outcome {
+            Some(Ok(_)) => None,
+            Some(Err(error)) => Some(Self::new(item.into(), retry(item, error))),
+            None => Some(Self::not_attempted(item.into())),
+        });
+        failed.collect()
     }
 }
 
@@ -492,6 +512,22 @@ mod tests {
         assert_eq!((due.len(), s.passes_running), (1, 1));
         s.pass_lost(5);
         assert_eq!((s.passes_running, s.finished_at, s.given_up), (0, Some(5), 0), "its call is not counted");
+    }
+
+    #[test]
+    fn a_fan_out_s_failed_and_unattempted_calls_are_its_items_failed() {
+        struct NoSlot;
+        impl crate::Refusal for NoSlot {
+            fn is_refusal(&self) -> bool {
+                true
+            }
+        }
+        let items = [4u64, 7, 9];
+        let call = |&item: &u64| std::future::ready(if item == 4 { Ok(()) } else { Err(NoSlot) });
+        let done = futures::executor::block_on(crate::fan_out(crate::Pace::ONE_AT_A_TIME, &items, call));
+        let retry = |item, _: &NoSlot| if item == 7 { Retry::IfIdempotent } else { Retry::Never };
+        let failed = Failed::from_fan_out(&items, &done, retry);
+        assert_eq!(failed, [Failed::new(7, Retry::IfIdempotent), Failed::not_attempted(9)], "by item, not index");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! timers that retry, and re-arms them after an upgrade.
 
 use ic_cdk::api::{call_context_instruction_counter, canister_cycle_balance, canister_version, time};
-use ic_fanout::job::{self, Failed, Jobs, Pass, Work};
+use ic_fanout::job::{self, Failed, JobId, Jobs, Pass, Work};
 use ic_stable_structures::{Memory as _, StableCell};
 use interface::{Report, Strategy};
 use std::cell::RefCell;
@@ -46,16 +46,15 @@ impl Work for Pings {
         &JOBS
     }
 
-    async fn pass(id: u64, pass: Pass) -> Vec<Failed> {
-        let Some(job) = JOBS.with(|j| j.borrow().get(id)) else { return vec![] };
-        let plan = job.state.plan;
+    async fn pass(id: JobId, job: PingJob, pass: Pass) -> Vec<Failed> {
+        let plan = job.plan;
         let (pace, calls) = match &pass {
             Pass::First => (plan.pace(), plan.calls()),
             Pass::Retry(due) => (retry_pace(&plan), due.iter().map(|p| plan.call(p.item)).collect()),
         };
         // Computed as the pass starts: floors only rise, so a lower one is
         // never wrong.
-        let nonces = job.state.first_nonce.map(|first| Nonces {
+        let nonces = job.first_nonce.map(|first| Nonces {
             first,
             floors: JOBS
                 .with(|j| nonce_floors(&plan.callees, j.borrow().unfinished().map(|(_, job)| job.state))),
@@ -63,7 +62,7 @@ impl Work for Pings {
         let pinger = Pinger { plan: &plan, nonces };
         let tally = pinger.run(pace, calls).await;
         let instructions = call_context_instruction_counter();
-        JOBS.with(|j| j.borrow_mut().update(id, |job| job.state.absorb(&tally, instructions)))
+        JOBS.with(|j| j.borrow_mut().update(id, |job| job.state.absorb(tally, instructions)))
             .unwrap_or_default()
     }
 
@@ -98,12 +97,12 @@ pub fn start(plan: ValidPlan) -> Result<u64, String> {
     };
     let policy = plan.retry.map(super::policy);
     let state = PingJob::new(plan, first_nonce, canister_cycle_balance());
-    job::start::<Pings>(state, policy).map_err(|e| e.to_string())
+    job::start::<Pings>(state, policy).map(u64::from).map_err(|e| e.to_string())
 }
 
 /// A job's report so far.
 pub fn status(id: u64) -> Option<Report> {
-    let job = JOBS.with(|j| j.borrow().get(id))?;
+    let job = JOBS.with(|j| j.borrow().get(id.into()))?;
     Some(job.state.report(&job.schedule, time(), canister_cycle_balance()))
 }
 
@@ -123,7 +122,7 @@ pub fn restore() {
             JOBS.with(|j| {
                 let mut jobs = j.borrow_mut();
                 for (id, job) in saved.jobs {
-                    jobs.put(id, job.into_job(id));
+                    jobs.put(id.into(), job.into_job(id));
                 }
             });
         }
