@@ -18,6 +18,7 @@ use candid::{CandidType, Deserialize, Principal};
 use ic_cdk::api::{canister_version, is_controller, msg_caller};
 use ic_cdk::call::{Call, CallFailed};
 use ic_fanout::job::{self, Failed, JobId, Jobs, Pass, Policy, Work};
+use ic_fanout::once::Nonces;
 use ic_fanout::retry::{Backoff, Retry};
 use ic_fanout::{Pace, Refusal, fan_out};
 use ic_stable_structures::DefaultMemoryImpl;
@@ -36,6 +37,8 @@ thread_local! {
         MEMORY.with(|m| m.get(MemoryId::new(1))),
         100,
     ));
+    /// Not kept across upgrades: the version they bring starts a new range.
+    static NONCES: RefCell<Nonces> = RefCell::new(Nonces::default());
 }
 
 /// The most receivers one notification may have.
@@ -55,10 +58,9 @@ const POLICY: Policy =
 struct Notification {
     receivers: Vec<Principal>,
     message: String,
-    /// The canister version when it started: its nonce is this times 2^32
-    /// plus its job id, so no two notifications share one, even across a
-    /// reinstall (which restarts job ids but never the version).
-    version: u64,
+    /// The one nonce its notices carry (from [`Nonces`], so no two
+    /// notifications share one, even across a reinstall).
+    nonce: u64,
     delivered: u64,
     /// Of those, the receivers that had acted on it before (an answer lost
     /// on its way back, and the notice sent again).
@@ -74,13 +76,10 @@ struct Notice {
     message: String,
 }
 
-fn nonce(version: u64, id: JobId) -> u64 {
-    (version << 32) | u64::from(id)
-}
-
-/// The lowest nonce an unfinished notification still sends.
+/// The floor every receiver is sent: one for all of them, as each
+/// notification may call thousands (see [`Nonces::floor`]).
 fn floor() -> u64 {
-    JOBS.with(|j| j.borrow().unfinished().map(|(id, job)| nonce(job.state.version, id)).min().unwrap_or(0))
+    JOBS.with(|j| Nonces::floor(j.borrow().unfinished().map(|(_, job)| job.state.nonce)))
 }
 
 /// How a notice fails.
@@ -108,8 +107,8 @@ impl Work for Notify {
     }
 
     async fn pass(id: JobId, notification: Notification, pass: Pass) -> Vec<Failed> {
-        let Notification { receivers, message, version, .. } = notification;
-        let notice = Notice { nonce: nonce(version, id), floor: floor(), message };
+        let Notification { receivers, message, nonce, .. } = notification;
+        let notice = Notice { nonce, floor: floor(), message };
         let arg = candid::encode_one(&notice).expect("a notice encodes");
         let items = pass.items(receivers.len() as u64);
         let notify = |&i: &u64| {
@@ -175,8 +174,9 @@ fn notify_all(NotifyAll { receivers, message }: NotifyAll) -> u64 {
             receivers.len()
         ));
     }
-    let notification =
-        Notification { receivers, message, version: canister_version(), delivered: 0, delivered_earlier: 0 };
+    let nonce = NONCES.with(|n| n.borrow_mut().reserve(canister_version(), 1));
+    let nonce = nonce.unwrap_or_else(|e| ic_cdk::trap(e.to_string()));
+    let notification = Notification { receivers, message, nonce, delivered: 0, delivered_earlier: 0 };
     job::start::<Notify>(notification, Some(POLICY)).expect("POLICY is within the caps").into()
 }
 

@@ -1,5 +1,7 @@
-//! Execute-once for callees: each (caller, nonce) runs at most once, with
-//! state bounded per caller and callers admitted by the canister.
+//! Execute-once: callees run each (caller, nonce) at most once, with
+//! state bounded per caller and callers admitted by the canister
+//! ([`ExecuteOnce`]); callers tag their calls with nonces that never
+//! repeat and send each callee its floor ([`Nonces`]).
 //!
 //! A caller that retries a call whose outcome it does not know (a bounded
 //! wait that timed out, `SYS_UNKNOWN`) tags it with a nonce, and the callee
@@ -9,7 +11,8 @@
 //! keeps only the nonces at or above the caller's floor, at most
 //! [`Limits::nonces_per_caller`] of them, and refuses (with a message) a
 //! nonce below the floor or a new one past the cap. Nothing is executed
-//! twice, and nothing the callee can still decide is refused.
+//! twice, and nothing the callee can still decide is refused. A caller
+//! takes its nonces, and the floor for each callee, from [`Nonces`].
 //!
 //! A cap per caller does not stop a stranger with many principals, so only
 //! admitted callers ([`ExecuteOnce::admit`], at most [`Limits::callers`])
@@ -29,6 +32,10 @@ use ic_stable_structures::{Memory, StableBTreeMap, Storable};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+
+mod nonces;
+
+pub use nonces::{NoNonces, Nonces};
 
 /// How much state [`ExecuteOnce`] may keep.
 ///

@@ -4,13 +4,14 @@
 
 use ic_cdk::api::{call_context_instruction_counter, canister_cycle_balance, canister_version, time};
 use ic_fanout::job::{self, Failed, JobId, Jobs, Pass, Work};
+use ic_fanout::once::Nonces;
 use ic_stable_structures::{Memory as _, StableCell};
 use interface::{Report, Strategy};
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
-use super::{NonceRange, PingJob, SavedJobs, nonce_floors};
-use crate::calls::{Nonces, Pinger};
+use super::{PingJob, SavedJobs, nonce_floors};
+use crate::calls::{PingNonces, Pinger};
 use crate::memory::{self, Memory};
 use crate::plan::{Pace, ValidPlan};
 
@@ -21,7 +22,7 @@ thread_local! {
         MAX_JOBS,
     ));
     /// Not kept across upgrades: the version they bring starts a new range.
-    static NONCES: RefCell<NonceRange> = RefCell::new(NonceRange::skipping(nonce_ranges_skipped()));
+    static NONCES: RefCell<Nonces> = RefCell::new(Nonces::skipping(nonce_ranges_skipped()));
 }
 
 /// The nonce ranges new jobs pass over; read only if a caller upgraded
@@ -54,7 +55,7 @@ impl Work for Pings {
         };
         // Computed as the pass starts: floors only rise, so a lower one is
         // never wrong.
-        let nonces = job.first_nonce.map(|first| Nonces {
+        let nonces = job.first_nonce.map(|first| PingNonces {
             first,
             floors: JOBS
                 .with(|j| nonce_floors(&plan.callees, j.borrow().unfinished().map(|(_, job)| job.state))),
@@ -92,7 +93,10 @@ fn retry_pace(plan: &ValidPlan) -> Pace {
 /// call context. Refused, with nothing changed, if its nonces cannot be had.
 pub fn start(plan: ValidPlan) -> Result<u64, String> {
     let first_nonce = match plan.retry.filter(|r| r.idempotent) {
-        Some(_) => Some(NONCES.with(|n| n.borrow_mut().reserve(canister_version(), plan.n.get()))?),
+        Some(_) => {
+            let first = NONCES.with(|n| n.borrow_mut().reserve(canister_version(), plan.n.get()));
+            Some(first.map_err(|e| e.to_string())?)
+        }
         None => None,
     };
     let policy = plan.retry.map(super::policy);
@@ -118,7 +122,7 @@ pub fn restore() {
             let saved: SavedJobs = candid::decode_one(&bytes).expect("jobs saved by pre_upgrade decode");
             let skipped = saved.nonce_ranges_used();
             StableCell::init(memory::region(memory::NONCE_RANGES_SKIPPED), skipped).set(skipped);
-            NONCES.with(|n| *n.borrow_mut() = NonceRange::skipping(skipped));
+            NONCES.with(|n| *n.borrow_mut() = Nonces::skipping(skipped));
             JOBS.with(|j| {
                 let mut jobs = j.borrow_mut();
                 for (id, job) in saved.jobs {
