@@ -14,25 +14,6 @@ use crate::retry::BackoffError;
 
 /// What a kind of job calls, and where its jobs are kept. Implement it on a
 /// type of your own (see the [module](super) example).
-///
-/// ```
-/// # use ic_fanout::job::{Failed, JobId, Jobs, Pass, Work};
-/// # use ic_stable_structures::VectorMemory;
-/// # use std::{cell::RefCell, thread::LocalKey};
-/// # thread_local! {
-/// #     static JOBS: RefCell<Jobs<u64, VectorMemory>> =
-/// #         RefCell::new(Jobs::init(VectorMemory::default(), VectorMemory::default(), 10));
-/// # }
-/// struct Ping; // its state: how many canisters to ping
-/// impl Work for Ping {
-///     type State = u64;
-///     type Memory = VectorMemory;
-///     fn jobs() -> &'static LocalKey<RefCell<Jobs<u64, VectorMemory>>> { &JOBS }
-///     async fn pass(_id: JobId, _calls: u64, _pass: Pass) -> Vec<Failed> { vec![] } // see the module example
-///     fn retry_window(_state: &u64) -> usize { 100 } // 100 retries a timer, not 500
-/// }
-/// assert_eq!(Ping::retry_window(&2_000), 100);
-/// ```
 pub trait Work: 'static {
     /// Your state of one job: what it calls, what you tally of it.
     type State: CandidType + DeserializeOwned;
