@@ -16,10 +16,11 @@
 
 use candid::{CandidType, Deserialize, Principal};
 use ic_cdk::api::{canister_version, is_controller, msg_caller};
-use ic_cdk::call::Call;
-use ic_fanout::job::{self, Failed, Jobs, Pass, Policy, Work};
+use ic_cdk::call::{Call, CallFailed};
+use ic_fanout::job::{self, Failed, JobId, Jobs, Pass, Policy, Work};
+use ic_fanout::once::Nonces;
 use ic_fanout::retry::{Backoff, Retry};
-use ic_fanout::{Pace, fan_out};
+use ic_fanout::{Pace, Refusal, fan_out};
 use ic_stable_structures::DefaultMemoryImpl;
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use std::cell::RefCell;
@@ -36,6 +37,8 @@ thread_local! {
         MEMORY.with(|m| m.get(MemoryId::new(1))),
         100,
     ));
+    /// Not kept across upgrades: the version they bring starts a new range.
+    static NONCES: RefCell<Nonces> = RefCell::new(Nonces::default());
 }
 
 /// The most receivers one notification may have.
@@ -55,10 +58,9 @@ const POLICY: Policy =
 struct Notification {
     receivers: Vec<Principal>,
     message: String,
-    /// The canister version when it started: its nonce is this times 2^32
-    /// plus its job id, so no two notifications share one, even across a
-    /// reinstall (which restarts job ids but never the version).
-    version: u64,
+    /// The one nonce its notices carry (from [`Nonces`], so no two
+    /// notifications share one, even across a reinstall).
+    nonce: u64,
     delivered: u64,
     /// Of those, the receivers that had acted on it before (an answer lost
     /// on its way back, and the notice sent again).
@@ -74,13 +76,23 @@ struct Notice {
     message: String,
 }
 
-fn nonce(version: u64, id: u64) -> u64 {
-    (version << 32) | id
+/// The floor every receiver is sent: one for all of them, as each
+/// notification may call thousands (see [`Nonces::floor`]).
+fn floor() -> u64 {
+    JOBS.with(|j| Nonces::floor(j.borrow().unfinished().map(|(_, job)| job.state.nonce)))
 }
 
-/// The lowest nonce an unfinished notification still sends.
-fn floor() -> u64 {
-    JOBS.with(|j| j.borrow().unfinished().map(|(id, job)| nonce(job.state.version, id)).min().unwrap_or(0))
+/// How a notice fails.
+enum NoticeFailed {
+    Call(CallFailed),
+    /// The answer is not a receiver's: sending again will not help.
+    NotAReceiver,
+}
+
+impl Refusal for NoticeFailed {
+    fn is_refusal(&self) -> bool {
+        matches!(self, Self::Call(error) if error.is_refusal())
+    }
 }
 
 /// Notifications, as jobs.
@@ -94,31 +106,26 @@ impl Work for Notify {
         &JOBS
     }
 
-    async fn pass(id: u64, pass: Pass) -> Vec<Failed> {
-        let Some(job) = JOBS.with(|j| j.borrow().get(id)) else { return vec![] };
-        let Notification { receivers, message, version, .. } = job.state;
-        let notice = Notice { nonce: nonce(version, id), floor: floor(), message };
+    async fn pass(id: JobId, notification: Notification, pass: Pass) -> Vec<Failed> {
+        let Notification { receivers, message, nonce, .. } = notification;
+        let notice = Notice { nonce, floor: floor(), message };
         let arg = candid::encode_one(&notice).expect("a notice encodes");
         let items = pass.items(receivers.len() as u64);
-        let notify =
-            |&i: &u64| Call::bounded_wait(receivers[i as usize], "notify").with_raw_args(&arg).into_future();
+        let notify = |&i: &u64| {
+            let call = Call::bounded_wait(receivers[i as usize], "notify").with_raw_args(&arg);
+            async move {
+                let reply = call.await.map_err(NoticeFailed::Call)?;
+                reply.candid::<bool>().map_err(|_| NoticeFailed::NotAReceiver)
+            }
+        };
         let done = fan_out(Pace::Window(WINDOW), &items, notify).await;
 
-        let (mut delivered, mut earlier, mut failed) = (0, 0, vec![]);
-        for (&i, outcome) in items.iter().zip(done.into_outcomes()) {
-            match outcome {
-                Some(Ok(reply)) => match reply.candid::<bool>() {
-                    Ok(now) => {
-                        delivered += 1;
-                        earlier += u64::from(!now);
-                    }
-                    // Not a receiver of this kind: sending again will not help.
-                    Err(_) => failed.push(Failed::new(i, Retry::Never)),
-                },
-                Some(Err(error)) => failed.push(Failed::new(i, Retry::of(&error, receivers[i as usize]))),
-                None => failed.push(Failed::not_attempted(i)),
-            }
-        }
+        let delivered = done.succeeded().count() as u64;
+        let earlier = done.succeeded().filter(|&(_, &now)| !now).count() as u64;
+        let failed = Failed::from_fan_out(&items, &done, |i, error| match error {
+            NoticeFailed::Call(error) => Retry::of(error, receivers[i as usize]),
+            NoticeFailed::NotAReceiver => Retry::Never,
+        });
         JOBS.with(|j| {
             j.borrow_mut().update(id, |job| {
                 job.state.delivered += delivered;
@@ -167,14 +174,15 @@ fn notify_all(NotifyAll { receivers, message }: NotifyAll) -> u64 {
             receivers.len()
         ));
     }
-    let notification =
-        Notification { receivers, message, version: canister_version(), delivered: 0, delivered_earlier: 0 };
-    job::start::<Notify>(notification, Some(POLICY)).expect("POLICY is within the caps")
+    let nonce = NONCES.with(|n| n.borrow_mut().reserve(canister_version(), 1));
+    let nonce = nonce.unwrap_or_else(|e| ic_cdk::trap(e.to_string()));
+    let notification = Notification { receivers, message, nonce, delivered: 0, delivered_earlier: 0 };
+    job::start::<Notify>(notification, Some(POLICY)).expect("POLICY is within the caps").into()
 }
 
 #[ic_cdk::query]
 fn job_status(id: u64) -> Option<Progress> {
-    let job = JOBS.with(|j| j.borrow().get(id))?;
+    let job = JOBS.with(|j| j.borrow().get(id.into()))?;
     let (s, schedule) = (job.state, job.schedule);
     Some(Progress {
         receivers: s.receivers.len() as u64,

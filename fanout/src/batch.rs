@@ -12,12 +12,6 @@ use std::num::NonZeroUsize;
 use crate::pace::{FanOut, Pace, Refusal, fan_out};
 
 /// Why a batch failed.
-///
-/// ```
-/// use ic_fanout::batch::BatchFailed;
-/// let failed: BatchFailed<()> = BatchFailed::WrongLength { sent: 3, answered: 2 };
-/// assert_eq!(failed.to_string(), "the answer holds 2 results for a batch of 3 items");
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BatchFailed<E> {
     /// The call failed.
@@ -49,12 +43,6 @@ impl<E: Refusal> Refusal for BatchFailed<E> {
 }
 
 /// `results` if it holds one per item of a batch of `sent`.
-///
-/// ```
-/// use ic_fanout::batch::{BatchFailed, checked};
-/// assert_eq!(checked::<_, ()>(2, vec!['a', 'b']), Ok(vec!['a', 'b']));
-/// assert_eq!(checked::<char, ()>(2, vec!['a']), Err(BatchFailed::WrongLength { sent: 2, answered: 1 }));
-/// ```
 pub fn checked<R, E>(sent: usize, results: Vec<R>) -> Result<Vec<R>, BatchFailed<E>> {
     if results.len() == sent {
         Ok(results)
@@ -108,4 +96,15 @@ where
         async move { checked(sent, answer.await.map_err(BatchFailed::Call)?) }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_length_says_how_many_results_for_how_many_items() {
+        let failed: BatchFailed<()> = BatchFailed::WrongLength { sent: 3, answered: 2 };
+        assert_eq!(failed.to_string(), "the answer holds 2 results for a batch of 3 items");
+    }
 }

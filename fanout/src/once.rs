@@ -1,5 +1,7 @@
-//! Execute-once for callees: each (caller, nonce) runs at most once, with
-//! state bounded per caller and callers admitted by the canister.
+//! Execute-once: callees run each (caller, nonce) at most once, with
+//! state bounded per caller and callers admitted by the canister
+//! ([`ExecuteOnce`]); callers tag their calls with nonces that never
+//! repeat and send each callee its floor ([`Nonces`]).
 //!
 //! A caller that retries a call whose outcome it does not know (a bounded
 //! wait that timed out, `SYS_UNKNOWN`) tags it with a nonce, and the callee
@@ -9,7 +11,8 @@
 //! keeps only the nonces at or above the caller's floor, at most
 //! [`Limits::nonces_per_caller`] of them, and refuses (with a message) a
 //! nonce below the floor or a new one past the cap. Nothing is executed
-//! twice, and nothing the callee can still decide is refused.
+//! twice, and nothing the callee can still decide is refused. A caller
+//! takes its nonces, and the floor for each callee, from [`Nonces`].
 //!
 //! A cap per caller does not stop a stranger with many principals, so only
 //! admitted callers ([`ExecuteOnce::admit`], at most [`Limits::callers`])
@@ -30,12 +33,11 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod nonces;
+
+pub use nonces::{NoNonces, Nonces};
+
 /// How much state [`ExecuteOnce`] may keep.
-///
-/// ```
-/// let limits = ic_fanout::once::Limits::default();
-/// assert_eq!((limits.nonces_per_caller, limits.callers), (10_000, 1_000));
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Executed nonces kept per caller at or above its floor; a new nonce
@@ -52,16 +54,6 @@ impl Default for Limits {
 }
 
 /// What [`ExecuteOnce`] keeps about one caller.
-///
-/// ```
-/// # use ic_fanout::once::{ExecuteOnce, Limits};
-/// # use ic_stable_structures::VectorMemory;
-/// # let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
-/// let caller = candid::Principal::from_slice(&[1]);
-/// once.admit(caller).unwrap();
-/// let state = once.caller(caller).unwrap();
-/// assert_eq!((state.floor, state.held, state.admitted), (0, 0, true));
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallerState {
     /// Nonces below it are refused.
@@ -75,12 +67,6 @@ pub struct CallerState {
 }
 
 /// Whether [`ExecuteOnce::execute`] ran its closure.
-///
-/// ```
-/// use ic_fanout::once::Execution;
-/// let now: Execution<u8> = Execution::Now(7);
-/// assert!(now.is_now() && !Execution::<u8>::Earlier.is_now());
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Execution<R> {
     /// Executed by this call, with the closure's result.
@@ -91,17 +77,6 @@ pub enum Execution<R> {
 
 impl<R> Execution<R> {
     /// Whether the closure ran in this call.
-    ///
-    /// ```
-    /// # use ic_fanout::once::{ExecuteOnce, Limits};
-    /// # use ic_stable_structures::VectorMemory;
-    /// # let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
-    /// # let caller = candid::Principal::from_slice(&[1]);
-    /// # once.admit(caller).unwrap();
-    /// let first = once.execute(caller, 7, 0, || "sent").unwrap();
-    /// let retried = once.execute(caller, 7, 0, || "sent").unwrap();
-    /// assert!(first.is_now() && !retried.is_now(), "the retry of nonce 7 did not run it again");
-    /// ```
     pub fn is_now(&self) -> bool {
         matches!(self, Execution::Now(_))
     }
@@ -109,12 +84,6 @@ impl<R> Execution<R> {
 
 /// Why [`ExecuteOnce`] refused. Nothing was executed; the message says what
 /// the caller can do.
-///
-/// ```
-/// use ic_fanout::once::Refused;
-/// let refused = Refused::BelowFloor { nonce: 3, floor: 10 };
-/// assert!(refused.to_string().contains("below the floor 10"));
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refused {
     /// The caller is not admitted.
@@ -198,17 +167,6 @@ pub struct ExecuteOnce<M: Memory> {
 impl<M: Memory> ExecuteOnce<M> {
     /// Loads the state kept in `callers` and `executed` (two memories no
     /// other structure uses), or starts empty in fresh memories.
-    ///
-    /// ```
-    /// use ic_fanout::once::{ExecuteOnce, Limits};
-    /// use ic_stable_structures::VectorMemory;
-    /// let (callers, executed) = (VectorMemory::default(), VectorMemory::default());
-    /// let mut once = ExecuteOnce::init(callers.clone(), executed.clone(), Limits::default());
-    /// once.admit(candid::Principal::from_slice(&[1])).unwrap();
-    /// // After an upgrade, the same memories hold the same state.
-    /// let reloaded = ExecuteOnce::init(callers, executed, Limits::default());
-    /// assert!(reloaded.is_admitted(candid::Principal::from_slice(&[1])));
-    /// ```
     pub fn init(callers: M, executed: M, limits: Limits) -> Self {
         let callers = StableBTreeMap::init(callers);
         let admitted = callers.values().filter(|c: &CallerState| c.admitted).count() as u64;
@@ -216,15 +174,6 @@ impl<M: Memory> ExecuteOnce<M> {
     }
 
     /// Admits `caller`; admitting one already admitted changes nothing.
-    ///
-    /// ```
-    /// # use ic_fanout::once::{ExecuteOnce, Limits, Refused};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let limits = Limits { callers: 1, ..Limits::default() };
-    /// let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), limits);
-    /// once.admit(candid::Principal::from_slice(&[1])).unwrap();
-    /// assert_eq!(once.admit(candid::Principal::from_slice(&[2])), Err(Refused::TooManyCallers { limit: 1 }));
-    /// ```
     pub fn admit(&mut self, caller: Principal) -> Result<(), Refused> {
         let existing = self.callers.get(&caller);
         if existing.is_some_and(|c| c.admitted) {
@@ -243,18 +192,6 @@ impl<M: Memory> ExecuteOnce<M> {
     /// Stops executing `caller`'s nonces and drops them; a floor above them
     /// stays, so that none of them executes again if it is admitted later.
     /// (That record, 40 bytes or so, is all that stays.)
-    ///
-    /// ```
-    /// # use ic_fanout::once::{ExecuteOnce, Limits, Refused};
-    /// # use ic_stable_structures::VectorMemory;
-    /// # let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
-    /// let caller = candid::Principal::from_slice(&[1]);
-    /// once.admit(caller).unwrap();
-    /// once.execute(caller, 9, 0, || ()).unwrap();
-    /// once.revoke(caller);
-    /// once.admit(caller).unwrap();
-    /// assert_eq!(once.execute(caller, 9, 0, || ()), Err(Refused::BelowFloor { nonce: 9, floor: 10 }));
-    /// ```
     pub fn revoke(&mut self, caller: Principal) {
         let Some(state) = self.callers.get(&caller) else { return };
         let above_all = self.highest_nonce(state.index).map_or(state.floor, |n| n.saturating_add(1));
@@ -267,38 +204,16 @@ impl<M: Memory> ExecuteOnce<M> {
     }
 
     /// Whether `caller` is admitted.
-    ///
-    /// ```
-    /// # use ic_fanout::once::{ExecuteOnce, Limits};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
-    /// assert!(!once.is_admitted(candid::Principal::anonymous()));
-    /// ```
     pub fn is_admitted(&self, caller: Principal) -> bool {
         self.callers.get(&caller).is_some_and(|c| c.admitted)
     }
 
     /// The admitted callers, in principal order.
-    ///
-    /// ```
-    /// # use ic_fanout::once::{ExecuteOnce, Limits};
-    /// # use ic_stable_structures::VectorMemory;
-    /// # let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
-    /// once.admit(candid::Principal::from_slice(&[1])).unwrap();
-    /// assert_eq!(once.admitted().collect::<Vec<_>>(), [candid::Principal::from_slice(&[1])]);
-    /// ```
     pub fn admitted(&self) -> impl Iterator<Item = Principal> + '_ {
         self.callers.iter().filter(|e| e.value().admitted).map(|e| *e.key())
     }
 
     /// What is kept about `caller`, if anything.
-    ///
-    /// ```
-    /// # use ic_fanout::once::{ExecuteOnce, Limits};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
-    /// assert_eq!(once.caller(candid::Principal::anonymous()), None);
-    /// ```
     pub fn caller(&self, caller: Principal) -> Option<CallerState> {
         self.callers.get(&caller)
     }
@@ -308,16 +223,6 @@ impl<M: Memory> ExecuteOnce<M> {
     /// a caller with no record it makes one that is not admitted: how a
     /// canister moving from a store without floors keeps its callers'
     /// executed nonces from running again.
-    ///
-    /// ```
-    /// # use ic_fanout::once::{ExecuteOnce, Limits, Refused};
-    /// # use ic_stable_structures::VectorMemory;
-    /// # let mut once = ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default());
-    /// let caller = candid::Principal::from_slice(&[1]);
-    /// once.raise_floor(caller, 100);
-    /// once.admit(caller).unwrap();
-    /// assert_eq!(once.execute(caller, 99, 0, || ()), Err(Refused::BelowFloor { nonce: 99, floor: 100 }));
-    /// ```
     pub fn raise_floor(&mut self, caller: Principal, floor: u64) {
         let known = self.callers.get(&caller);
         let index = self.callers.len() as u32;
@@ -495,4 +400,49 @@ impl Storable for CallerState {
 
 impl CallerState {
     const SIZE: usize = 21;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ic_stable_structures::VectorMemory;
+
+    fn fresh() -> ExecuteOnce<VectorMemory> {
+        ExecuteOnce::init(VectorMemory::default(), VectorMemory::default(), Limits::default())
+    }
+
+    #[test]
+    fn the_default_limits_are_10_000_nonces_and_1_000_callers() {
+        let limits = Limits::default();
+        assert_eq!((limits.nonces_per_caller, limits.callers), (10_000, 1_000));
+    }
+
+    #[test]
+    fn a_refusal_names_the_nonce_and_the_floor() {
+        let refused = Refused::BelowFloor { nonce: 3, floor: 10 };
+        assert!(refused.to_string().contains("nonce 3 is below the floor 10"), "{refused}");
+    }
+
+    #[test]
+    fn a_caller_revoked_and_admitted_again_never_has_its_old_nonces_run_again() {
+        let (mut once, caller) = (fresh(), Principal::from_slice(&[1]));
+        once.admit(caller).unwrap();
+        once.execute(caller, 9, 0, || ()).unwrap();
+        once.revoke(caller);
+        assert!(!once.is_admitted(caller) && once.admitted().next().is_none());
+        once.admit(caller).unwrap();
+        assert_eq!(once.admitted().collect::<Vec<_>>(), [caller]);
+        assert_eq!(once.execute(caller, 9, 0, || ()), Err(Refused::BelowFloor { nonce: 9, floor: 10 }));
+    }
+
+    #[test]
+    fn a_floor_raised_before_admission_holds_after_it() {
+        let (mut once, caller) = (fresh(), Principal::from_slice(&[1]));
+        assert_eq!(once.caller(caller), None);
+        once.raise_floor(caller, 100);
+        let state = once.caller(caller).unwrap();
+        assert_eq!((state.floor, state.held, state.admitted), (100, 0, false));
+        once.admit(caller).unwrap();
+        assert_eq!(once.execute(caller, 99, 0, || ()), Err(Refused::BelowFloor { nonce: 99, floor: 100 }));
+    }
 }

@@ -15,11 +15,6 @@ use std::num::NonZeroUsize;
 use std::pin::pin;
 
 /// How many calls [`fan_out`] keeps in flight.
-///
-/// ```
-/// use ic_fanout::Pace;
-/// assert_eq!(Pace::ONE_AT_A_TIME, Pace::Window(std::num::NonZeroUsize::MIN));
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pace {
     /// Every call at once; those that find no slot fail.
@@ -31,31 +26,11 @@ pub enum Pace {
 
 impl Pace {
     /// A window of one: one call after another.
-    ///
-    /// ```
-    /// # use ic_fanout::{Pace, Refusal, fan_out};
-    /// # #[derive(Debug, PartialEq)] struct NoSlot;
-    /// # impl Refusal for NoSlot { fn is_refusal(&self) -> bool { true } }
-    /// let call = |&n: &u8| async move { if n == 2 { Err(NoSlot) } else { Ok(n) } };
-    /// let done = futures::executor::block_on(fan_out(Pace::ONE_AT_A_TIME, &[1, 2, 3], call));
-    /// assert_eq!(done.outcomes(), [Some(Ok(1)), Some(Err(NoSlot)), None], "a refusal stops it");
-    /// ```
     pub const ONE_AT_A_TIME: Pace = Pace::Window(NonZeroUsize::MIN);
 }
 
 /// Tells a failure that was never performed (no free slot, too few cycles:
 /// nothing was sent) from one that was.
-///
-/// ```
-/// use ic_fanout::Refusal;
-/// struct NoSlot;
-/// impl Refusal for NoSlot {
-///     fn is_refusal(&self) -> bool {
-///         true
-///     }
-/// }
-/// assert!(NoSlot.is_refusal());
-/// ```
 pub trait Refusal {
     /// Whether the call was refused before it was performed.
     fn is_refusal(&self) -> bool;
@@ -63,12 +38,6 @@ pub trait Refusal {
 
 /// ic-cdk's own: refused when no slot was free (`CallPerformFailed`) or
 /// the cycles to reserve for the call were missing.
-///
-/// ```
-/// use ic_cdk::call::{CallFailed, CallPerformFailed};
-/// use ic_fanout::Refusal;
-/// assert!(CallFailed::CallPerformFailed(CallPerformFailed).is_refusal());
-/// ```
 impl Refusal for ic_cdk::call::CallFailed {
     fn is_refusal(&self) -> bool {
         matches!(self, Self::CallPerformFailed(_) | Self::InsufficientLiquidCycleBalance(_))
@@ -302,5 +271,19 @@ impl InFlight {
             self.now.set(self.now.get() - 1);
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ic_cdk::call::{CallFailed, CallPerformFailed, CallRejected, InsufficientLiquidCycleBalance};
+
+    #[test]
+    fn ic_cdk_s_failures_before_the_call_was_performed_are_refusals() {
+        let too_few_cycles = InsufficientLiquidCycleBalance { available: 0, required: 1 };
+        assert!(CallFailed::CallPerformFailed(CallPerformFailed).is_refusal());
+        assert!(CallFailed::InsufficientLiquidCycleBalance(too_few_cycles).is_refusal());
+        assert!(!CallFailed::CallRejected(CallRejected::with_rejection(2, "no".into())).is_refusal());
     }
 }

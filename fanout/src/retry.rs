@@ -42,18 +42,6 @@ pub enum Retry {
 
 impl Retry {
     /// Classifies a failed call to `callee`.
-    ///
-    /// ```
-    /// use ic_cdk::call::{CallFailed, CallRejected, RejectCode};
-    /// # use ic_fanout::retry::Retry;
-    /// let callee = candid::Principal::from_slice(&[1]);
-    /// let canister_error = |message: String| {
-    ///     CallFailed::CallRejected(CallRejected::with_rejection(RejectCode::CanisterError as u32, message))
-    /// };
-    /// let stopped = canister_error(format!("Canister {callee} is stopped"));
-    /// assert_eq!(Retry::of(&stopped, callee), Retry::Always, "it never reached the callee");
-    /// assert_eq!(Retry::of(&canister_error("trapped".into()), callee), Retry::IfIdempotent);
-    /// ```
     pub fn of(error: &CallFailed, callee: Principal) -> Self {
         match error {
             CallFailed::CallPerformFailed(_) => Self::Always,
@@ -75,13 +63,6 @@ impl Retry {
 
     /// Whether a call that failed this way is tried again, when the callee
     /// executes each call once (`idempotent`) or not.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::Retry;
-    /// let classes = [Retry::Always, Retry::IfIdempotent, Retry::Never];
-    /// assert_eq!(classes.map(|class| class.allows(true)), [true, true, false]);
-    /// assert_eq!(classes.map(|class| class.allows(false)), [true, false, false]);
-    /// ```
     pub fn allows(self, idempotent: bool) -> bool {
         match self {
             Self::Always => true,
@@ -96,13 +77,6 @@ impl Retry {
 /// handler (`generate_reject_response_for` in dfinity/ic
 /// `rs/messaging/src/routing/stream_handler.rs`) words it exactly
 /// `"Canister <id> is stopped"` or `"Canister <id> is stopping"`.
-///
-/// ```
-/// let callee = candid::Principal::from_slice(&[1]);
-/// let message = format!("Canister {callee} is stopping");
-/// assert!(ic_fanout::retry::names_stopped_callee(&message, callee));
-/// assert!(!ic_fanout::retry::names_stopped_callee("Canister trapped", callee));
-/// ```
 pub fn names_stopped_callee(message: &str, callee: Principal) -> bool {
     message
         .strip_prefix("Canister ")
@@ -174,39 +148,12 @@ fn millis(ms: u128) -> Duration {
 
 impl Backoff {
     /// What `max_attempts` may be.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::Backoff;
-    /// # use std::time::Duration;
-    /// assert_eq!(Backoff::MAX_ATTEMPTS, 2..=20);
-    /// assert!(Backoff { max_attempts: 20, first: Duration::from_millis(1) }.check().is_ok());
-    /// assert!(Backoff { max_attempts: 21, first: Duration::from_millis(1) }.check().is_err());
-    /// ```
     pub const MAX_ATTEMPTS: RangeInclusive<u32> = 2..=20;
     /// The cap on one wait, the last and longest: 4 days. Doubling waits
     /// add up to less than twice the last, so a cap under 3.5 days would
     /// leave the week's cap nothing to refuse; at 4 days either can bind.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::{Backoff, BackoffError};
-    /// # use std::time::Duration;
-    /// let two_days = Duration::from_secs(2 * 24 * 60 * 60);
-    /// assert_eq!(Backoff::MAX_ONE, 2 * two_days);
-    /// let over = Backoff { max_attempts: 3, first: two_days + Duration::from_millis(1) }; // 2 days, then just over 4
-    /// assert!(matches!(over.check(), Err(BackoffError::OneOverCap { .. })));
-    /// ```
     pub const MAX_ONE: Duration = Duration::from_millis(4 * DAY_MS);
     /// The cap on every wait added up: 7 days.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::{Backoff, BackoffError};
-    /// # use std::time::Duration;
-    /// let day = Duration::from_secs(24 * 60 * 60);
-    /// assert_eq!(Backoff::MAX_TOTAL, 7 * day);
-    /// assert!(Backoff { max_attempts: 4, first: day }.check().is_ok(), "1 + 2 + 4 days: just within");
-    /// let over = Backoff { max_attempts: 5, first: day / 2 }; // 0.5 + 1 + 2 + 4 days
-    /// assert!(matches!(over.check(), Err(BackoffError::TotalOverCap { .. })));
-    /// ```
     pub const MAX_TOTAL: Duration = Duration::from_millis(7 * DAY_MS);
 
     /// The first wait in whole milliseconds.
@@ -216,29 +163,12 @@ impl Backoff {
 
     /// The wait before attempt number `attempt` (2 for the first retry);
     /// [`Duration::MAX`] if longer.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::Backoff;
-    /// # use std::time::Duration;
-    /// let backoff = Backoff { max_attempts: 3, first: Duration::from_millis(250) };
-    /// assert_eq!(backoff.delay(3), Duration::from_millis(500), "twice the first");
-    /// let refused = Backoff { max_attempts: 20, first: Duration::MAX };
-    /// assert_eq!(refused.delay(20), Duration::MAX, "saturates rather than overflows");
-    /// ```
     pub fn delay(&self, attempt: u32) -> Duration {
         millis(self.first_ms().saturating_mul(1 << Self::doublings(attempt)))
     }
 
     /// The last wait, before attempt `max_attempts`: the longest (zero with
     /// no retry); [`Duration::MAX`] if longer.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::Backoff;
-    /// # use std::time::Duration;
-    /// assert_eq!(Backoff { max_attempts: 1, first: Duration::from_secs(1) }.longest(), Duration::ZERO, "no retry");
-    /// let refused = Backoff { max_attempts: 20, first: Duration::from_millis(u64::MAX) };
-    /// assert_eq!(refused.longest(), Duration::MAX, "18 doublings, past what a Duration holds");
-    /// ```
     pub fn longest(&self) -> Duration {
         millis(self.longest_ms())
     }
@@ -251,14 +181,6 @@ impl Backoff {
     }
 
     /// Every wait added up; [`Duration::MAX`] if longer.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::Backoff;
-    /// # use std::time::Duration;
-    /// let backoff = Backoff { max_attempts: 4, first: Duration::from_secs(1) };
-    /// assert_eq!(backoff.total(), Duration::from_secs(1 + 2 + 4), "three retries");
-    /// assert_eq!(Backoff { max_attempts: 1, ..backoff }.total(), Duration::ZERO, "none");
-    /// ```
     pub fn total(&self) -> Duration {
         millis(self.total_ms())
     }
@@ -279,13 +201,6 @@ impl Backoff {
     /// The longest `first` that keeps `max_attempts` attempts within both
     /// caps, in whole milliseconds: what to pass instead when a backoff is
     /// over one.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::Backoff;
-    /// # use std::time::Duration;
-    /// assert_eq!(Backoff::largest_first(2), Backoff::MAX_ONE);
-    /// assert_eq!(Backoff::largest_first(5), Duration::from_millis(40_320_000)); // the week binds
-    /// ```
     pub fn largest_first(max_attempts: u32) -> Duration {
         let unit = Self { max_attempts, first: Duration::from_millis(1) };
         let largest = (Self::MAX_ONE.as_millis() / unit.longest_ms().max(1))
@@ -295,15 +210,6 @@ impl Backoff {
 
     /// Checks the attempts and both caps, then that the first wait is at
     /// least 1 ms.
-    ///
-    /// ```
-    /// # use ic_fanout::retry::{Backoff, BackoffError};
-    /// # use std::time::Duration;
-    /// let too_long = Backoff { max_attempts: 20, first: Duration::from_secs(60 * 60) };
-    /// let err = too_long.check().unwrap_err();
-    /// assert!(matches!(err, BackoffError::OneOverCap { .. }));
-    /// assert!(err.to_string().contains("pass first = 1.153s or less"), "{err}");
-    /// ```
     pub fn check(&self) -> Result<(), BackoffError> {
         let max_attempts = self.max_attempts;
         if !Self::MAX_ATTEMPTS.contains(&max_attempts) {
@@ -330,13 +236,6 @@ impl Backoff {
 }
 
 /// Why [`Backoff::check`] refused a backoff; each message says what to pass.
-///
-/// ```
-/// use ic_fanout::retry::{Backoff, BackoffError};
-/// let err = Backoff { max_attempts: 1, first: std::time::Duration::from_secs(1) }.check().unwrap_err();
-/// assert_eq!(err, BackoffError::Attempts(1));
-/// assert_eq!(err.to_string(), "max_attempts = 1: allowed are 2 to 20");
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackoffError {
     /// `max_attempts` is outside [`Backoff::MAX_ATTEMPTS`].
@@ -482,5 +381,30 @@ mod tests {
         assert_eq!(Backoff { max_attempts: 21, first: ms(1) }.check(), Err(BackoffError::Attempts(21)));
         let sub_ms = Backoff { max_attempts: 2, first: Duration::from_micros(999) };
         assert_eq!(sub_ms.check(), Err(BackoffError::FirstUnderOneMs));
+    }
+
+    #[test]
+    fn each_class_allows_a_retry_only_as_its_name_says() {
+        let classes = [Retry::Always, Retry::IfIdempotent, Retry::Never];
+        assert_eq!(classes.map(|class| class.allows(true)), [true, true, false]);
+        assert_eq!(classes.map(|class| class.allows(false)), [true, false, false]);
+    }
+
+    #[test]
+    fn a_stopping_callee_is_named_as_a_stopped_one_is() {
+        let callee = Principal::from_slice(&[1]);
+        assert!(names_stopped_callee(&format!("Canister {callee} is stopping"), callee));
+        assert!(!names_stopped_callee("Canister trapped", callee));
+    }
+
+    #[test]
+    fn a_refused_backoff_says_what_to_pass() {
+        let too_long = Backoff { max_attempts: 20, first: Duration::from_secs(60 * 60) };
+        let err = too_long.check().unwrap_err().to_string();
+        assert!(err.contains("pass first = 1.153s or less"), "{err}");
+        let err = Backoff { max_attempts: 1, first: Duration::from_secs(1) }.check().unwrap_err();
+        assert_eq!(err.to_string(), "max_attempts = 1: allowed are 2 to 20");
+        let refused = Backoff { max_attempts: 20, first: Duration::MAX };
+        assert_eq!(refused.delay(20), Duration::MAX, "saturates rather than overflows");
     }
 }

@@ -15,7 +15,7 @@
 //! ```no_run
 //! use candid::Principal;
 //! use ic_cdk::call::Call;
-//! use ic_fanout::job::{self, Failed, Jobs, Pass, Policy, Work};
+//! use ic_fanout::job::{self, Failed, JobId, Jobs, Pass, Policy, Work};
 //! use ic_fanout::retry::{Backoff, Retry};
 //! use ic_fanout::{Pace, fan_out};
 //! use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
@@ -43,19 +43,17 @@
 //!         &JOBS
 //!     }
 //!
-//!     async fn pass(id: u64, pass: Pass) -> Vec<Failed> {
-//!         let users = JOBS.with(|j| j.borrow().get(id).expect("a running job is kept").state);
+//!     async fn pass(_id: JobId, users: Vec<Principal>, pass: Pass) -> Vec<Failed> {
 //!         let items = pass.items(users.len() as u64);
 //!         let window = Pace::Window(NonZeroUsize::new(400).unwrap());
 //!         let call = |&i: &u64| Call::bounded_wait(users[i as usize], "notify").into_future();
 //!         let done = fan_out(window, &items, call).await;
-//!         let failed = done.failed().map(|(n, e)| Failed::new(items[n], Retry::of(e, users[items[n] as usize])));
-//!         failed.chain(done.not_attempted().map(|n| Failed::not_attempted(items[n]))).collect()
+//!         Failed::from_fan_out(&items, &done, |i, error| Retry::of(error, users[i as usize]))
 //!     }
 //! }
 //!
 //! // In an update method: starts the job, and returns its id at once.
-//! fn notify_all(users: Vec<Principal>) -> u64 {
+//! fn notify_all(users: Vec<Principal>) -> JobId {
 //!     let policy = Policy { backoff: Backoff { max_attempts: 5, first: Duration::from_secs(1) }, idempotent: false };
 //!     job::start::<Notify>(users, Some(policy)).expect("the backoff is within the caps")
 //! }
@@ -72,4 +70,4 @@ mod store;
 
 pub use runtime::{Work, rearm, start};
 pub use schedule::{Failed, Pass, Pending, Policy, Schedule};
-pub use store::{Job, Jobs};
+pub use store::{Job, JobId, Jobs};

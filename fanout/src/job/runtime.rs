@@ -9,30 +9,11 @@ use std::future::Future;
 use std::thread::LocalKey;
 use std::time::Duration;
 
-use super::{Failed, Job, Jobs, Pass, Policy, Schedule};
+use super::{Failed, Job, JobId, Jobs, Pass, Policy, Schedule};
 use crate::retry::BackoffError;
 
 /// What a kind of job calls, and where its jobs are kept. Implement it on a
 /// type of your own (see the [module](super) example).
-///
-/// ```
-/// # use ic_fanout::job::{Failed, Jobs, Pass, Work};
-/// # use ic_stable_structures::VectorMemory;
-/// # use std::{cell::RefCell, thread::LocalKey};
-/// # thread_local! {
-/// #     static JOBS: RefCell<Jobs<u64, VectorMemory>> =
-/// #         RefCell::new(Jobs::init(VectorMemory::default(), VectorMemory::default(), 10));
-/// # }
-/// struct Ping; // its state: how many canisters to ping
-/// impl Work for Ping {
-///     type State = u64;
-///     type Memory = VectorMemory;
-///     fn jobs() -> &'static LocalKey<RefCell<Jobs<u64, VectorMemory>>> { &JOBS }
-///     async fn pass(_id: u64, _pass: Pass) -> Vec<Failed> { vec![] } // see the module example
-///     fn retry_window(_state: &u64) -> usize { 100 } // 100 retries a timer, not 500
-/// }
-/// assert_eq!(Ping::retry_window(&2_000), 100);
-/// ```
 pub trait Work: 'static {
     /// Your state of one job: what it calls, what you tally of it.
     type State: CandidType + DeserializeOwned;
@@ -42,15 +23,17 @@ pub trait Work: 'static {
     /// The store of this kind of job, in a `thread_local!`.
     fn jobs() -> &'static LocalKey<RefCell<Jobs<Self::State, Self::Memory>>>;
 
-    /// Makes the calls of one `pass` of job `id`, and returns the ones that
-    /// failed. Tally what you keep of the pass into your state (with
-    /// [`Jobs::update`]) before returning.
+    /// Makes the calls of one `pass` of job `id`, whose state is `state`
+    /// as the pass starts, and returns the ones that failed
+    /// ([`Failed::from_fan_out`]). Tally what you keep of the pass into
+    /// your state (with [`Jobs::update`]) before returning: `state` is a
+    /// copy, and other passes of the job may have run meanwhile.
     ///
     /// Keep what runs before its first call from trapping: a retry pass
     /// runs in its timer's execution, which a trap there rolls back whole,
     /// and ic-cdk-timers does not run that timer again, so the job would
     /// wait until [`rearm`] at the next upgrade.
-    fn pass(id: u64, pass: Pass) -> impl Future<Output = Vec<Failed>>;
+    fn pass(id: JobId, state: Self::State, pass: Pass) -> impl Future<Output = Vec<Failed>>;
 
     /// The most retries one timer takes; the rest wait for the next timer,
     /// which is set at once when they are due (so passes of one job may
@@ -68,7 +51,7 @@ pub trait Work: 'static {
 ///
 /// ```
 /// # use candid::Principal;
-/// # use ic_fanout::job::{Failed, Jobs, Pass, Work};
+/// # use ic_fanout::job::{Failed, JobId, Jobs, Pass, Work};
 /// # use ic_stable_structures::VectorMemory;
 /// # use std::{cell::RefCell, thread::LocalKey};
 /// # thread_local! {
@@ -82,14 +65,14 @@ pub trait Work: 'static {
 /// #     fn jobs() -> &'static LocalKey<RefCell<Jobs<Vec<Principal>, VectorMemory>>> {
 /// #         &JOBS
 /// #     }
-/// #     async fn pass(_id: u64, _pass: Pass) -> Vec<Failed> {
+/// #     async fn pass(_id: JobId, _users: Vec<Principal>, _pass: Pass) -> Vec<Failed> {
 /// #         vec![]
 /// #     }
 /// # }
 /// use ic_fanout::{job::{self, Policy}, retry::{Backoff, BackoffError}};
 /// use std::time::Duration;
 /// // In an update method: starts the job, and returns its id at once.
-/// fn notify_all(users: Vec<Principal>) -> u64 {
+/// fn notify_all(users: Vec<Principal>) -> JobId {
 ///     let policy = Policy { backoff: Backoff { max_attempts: 5, first: Duration::from_secs(1) }, idempotent: false };
 ///     job::start::<Notify>(users, Some(policy)).expect("the backoff is within the caps")
 /// }
@@ -97,13 +80,18 @@ pub trait Work: 'static {
 /// assert_eq!(job::start::<Notify>(vec![], Some(refused)), Err(BackoffError::FirstUnderOneMs));
 /// assert!(Notify::jobs().with(|jobs| jobs.borrow().is_empty()), "nothing is started");
 /// ```
-pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, BackoffError> {
+pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<JobId, BackoffError> {
     if let Some(policy) = policy {
         policy.backoff.check()?;
     }
     let job = Job { schedule: Schedule::new(policy, ic_cdk::api::time()), state };
-    let id = W::jobs().with(|j| j.borrow_mut().insert(job));
-    ic_cdk::futures::spawn(run_pass::<W>(id, Pass::First));
+    let (id, job) = W::jobs().with(|j| {
+        let mut jobs = j.borrow_mut();
+        let id = jobs.insert(job);
+        // Read back, as the store keeps it: `insert` took the state.
+        (id, jobs.get(id).expect("the job just kept"))
+    });
+    ic_cdk::futures::spawn(run_pass::<W>(id, job.state, Pass::First));
     Ok(id)
 }
 
@@ -114,7 +102,7 @@ pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, Ba
 ///
 /// ```no_run
 /// # use candid::Principal;
-/// # use ic_fanout::job::{Failed, Jobs, Pass, Work};
+/// # use ic_fanout::job::{Failed, JobId, Jobs, Pass, Work};
 /// # use ic_stable_structures::VectorMemory;
 /// # use std::{cell::RefCell, thread::LocalKey};
 /// # thread_local! {
@@ -128,7 +116,7 @@ pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, Ba
 /// #     fn jobs() -> &'static LocalKey<RefCell<Jobs<Vec<Principal>, VectorMemory>>> {
 /// #         &JOBS
 /// #     }
-/// #     async fn pass(_id: u64, _pass: Pass) -> Vec<Failed> {
+/// #     async fn pass(_id: JobId, _users: Vec<Principal>, _pass: Pass) -> Vec<Failed> {
 /// #         vec![]
 /// #     }
 /// # }
@@ -139,16 +127,16 @@ pub fn start<W: Work>(state: W::State, policy: Option<Policy>) -> Result<u64, Ba
 /// ```
 pub fn rearm<W: Work>() {
     let now = ic_cdk::api::time();
-    let ids: Vec<u64> = W::jobs().with(|j| j.borrow().unfinished.keys().collect());
+    let ids: Vec<JobId> = W::jobs().with(|j| j.borrow().unfinished.keys().map(JobId::from).collect());
     for id in ids {
         step::<W, _>(id, |schedule| schedule.after_upgrade(now));
     }
 }
 
-async fn run_pass<W: Work>(id: u64, pass: Pass) {
+async fn run_pass<W: Work>(id: JobId, state: W::State, pass: Pass) {
     // Dropped unfinished when the pass's call context is (a trap in one of
     // its callbacks cancels every task of that call): the pass is lost.
-    struct Running<W: Work>(u64, std::marker::PhantomData<W>);
+    struct Running<W: Work>(JobId, std::marker::PhantomData<W>);
     impl<W: Work> Drop for Running<W> {
         fn drop(&mut self) {
             let now = ic_cdk::api::time();
@@ -156,7 +144,7 @@ async fn run_pass<W: Work>(id: u64, pass: Pass) {
         }
     }
     let running = Running::<W>(id, std::marker::PhantomData);
-    let failed = W::pass(id, pass.clone()).await;
+    let failed = W::pass(id, state, pass.clone()).await;
     std::mem::forget(running);
     let now = ic_cdk::api::time();
     step::<W, _>(id, |schedule| schedule.absorb(&pass, failed, now));
@@ -164,7 +152,7 @@ async fn run_pass<W: Work>(id: u64, pass: Pass) {
 
 /// Changes job `id`'s schedule with `f`, keeps it, and arms the timer for
 /// its next due retry; `None` if the job is not kept.
-fn step<W: Work, R>(id: u64, f: impl FnOnce(&mut Schedule) -> R) -> Option<R> {
+fn step<W: Work, R>(id: JobId, f: impl FnOnce(&mut Schedule) -> R) -> Option<R> {
     W::jobs().with(|j| {
         let mut jobs = j.borrow_mut();
         let mut job = jobs.get(id)?;
@@ -180,7 +168,7 @@ fn step<W: Work, R>(id: u64, f: impl FnOnce(&mut Schedule) -> R) -> Option<R> {
 
 /// Sets a timer for job `id`'s retry due at `due`, unless one fires by
 /// then; a later one is cleared, so one timer at most waits per job.
-fn arm<W: Work>(jobs: &mut Jobs<W::State, W::Memory>, id: u64, due: u64) {
+fn arm<W: Work>(jobs: &mut Jobs<W::State, W::Memory>, id: JobId, due: u64) {
     match jobs.armed.get(&id) {
         Some(&(armed, _)) if armed <= due => return,
         Some(&(_, later)) => ic_cdk_timers::clear_timer(later),
@@ -193,7 +181,7 @@ fn arm<W: Work>(jobs: &mut Jobs<W::State, W::Memory>, id: u64, due: u64) {
 
 /// Runs from the timer set for `armed`: the due retries, then the next
 /// timer.
-async fn retry<W: Work>(id: u64, armed: u64) {
+async fn retry<W: Work>(id: JobId, armed: u64) {
     let job = W::jobs().with(|j| {
         let mut jobs = j.borrow_mut();
         if jobs.armed.get(&id).is_some_and(|&(due, _)| due == armed) {
@@ -205,7 +193,7 @@ async fn retry<W: Work>(id: u64, armed: u64) {
     let window = W::retry_window(&job.state);
     let now = ic_cdk::api::time();
     match step::<W, _>(id, |schedule| schedule.take_due(now, window)) {
-        Some(due) if !due.is_empty() => run_pass::<W>(id, Pass::Retry(due)).await,
+        Some(due) if !due.is_empty() => run_pass::<W>(id, job.state, Pass::Retry(due)).await,
         _ => {}
     }
 }

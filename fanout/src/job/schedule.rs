@@ -6,18 +6,12 @@ use std::collections::BTreeMap;
 #[cfg(test)]
 use std::time::Duration;
 
+use crate::FanOut;
 use crate::retry::{Backoff, Retry};
 
 /// How a job retries: when ([`Backoff`]), and whether the callee executes
 /// each call once, which makes retrying calls that may have executed safe
 /// ([`Retry::IfIdempotent`]).
-///
-/// ```
-/// use ic_fanout::{job::Policy, retry::Backoff};
-/// # use std::time::Duration;
-/// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(500) }, idempotent: true };
-/// assert!(policy.backoff.check().is_ok());
-/// ```
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// When, and how many times.
@@ -27,11 +21,6 @@ pub struct Policy {
 }
 
 /// One call of a job waiting for its next attempt.
-///
-/// ```
-/// let pending = ic_fanout::job::Pending { item: 3, attempt: 2, due: 1_000 };
-/// assert_eq!(pending.attempt, 2);
-/// ```
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pending {
     /// Which call: its number in the job, from 0.
@@ -43,12 +32,6 @@ pub struct Pending {
 }
 
 /// A call of a pass that failed, and whether it may be made again.
-///
-/// ```
-/// use ic_fanout::{job::Failed, retry::Retry};
-/// assert_eq!(Failed::new(4, Retry::Always).attempted, true);
-/// assert_eq!(Failed::not_attempted(5).retry, Retry::Always);
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Failed {
     /// Which call.
@@ -63,37 +46,36 @@ pub struct Failed {
 
 impl Failed {
     /// Call `item` was made and failed.
-    ///
-    /// ```
-    /// use ic_fanout::{job::Failed, retry::Retry};
-    /// let failed = Failed::new(3, Retry::IfIdempotent);
-    /// assert_eq!((failed.item, failed.retry, failed.attempted), (3, Retry::IfIdempotent, true));
-    /// ```
     pub fn new(item: u64, retry: Retry) -> Self {
         Self { item, retry, attempted: true }
     }
 
     /// Call `item` was not made.
-    ///
-    /// ```
-    /// # use ic_fanout::job::Failed;
-    /// let skipped = Failed::not_attempted(5);
-    /// assert!(!skipped.attempted, "not made, so it keeps its attempt");
-    /// assert!(skipped.retry.allows(false), "and may be made whether or not the callee is idempotent");
-    /// ```
     pub fn not_attempted(item: u64) -> Self {
         Self { item, retry: Retry::Always, attempted: false }
+    }
+
+    /// The failed calls of a pass that made one call per item of `items`
+    /// (its [`Pass::items`], or anything that converts to them) with
+    /// `done`, as [`Work::pass`](super::Work::pass) returns them: each call
+    /// that failed, as `retry` classifies its error, and each one not made,
+    /// in the items' order.
+    pub fn from_fan_out<I: Copy + Into<u64>, R, E>(
+        items: &[I],
+        done: &FanOut<R, E>,
+        mut retry: impl FnMut(I, &E) -> Retry,
+    ) -> Vec<Self> {
+        let outcomes = items.iter().zip(done.outcomes());
+        let failed = outcomes.filter_map(|(&item, outcome)| match outcome {
+            Some(Ok(_)) => None,
+            Some(Err(error)) => Some(Self::new(item.into(), retry(item, error))),
+            None => Some(Self::not_attempted(item.into())),
+        });
+        failed.collect()
     }
 }
 
 /// The calls one pass makes.
-///
-/// ```
-/// use ic_fanout::job::{Pass, Pending};
-/// assert_eq!(Pass::First.items(3), [0, 1, 2]);
-/// let retry = Pass::Retry(vec![Pending { item: 7, attempt: 2, due: 0 }]);
-/// assert_eq!(retry.items(3), [7]);
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pass {
     /// Every call of the job, its first attempt.
@@ -104,13 +86,6 @@ pub enum Pass {
 
 impl Pass {
     /// The numbers of the calls this pass makes, of a job of `calls`.
-    ///
-    /// ```
-    /// use ic_fanout::job::{Pass, Pending};
-    /// assert!(Pass::First.items(0).is_empty());
-    /// let due = [4, 1].map(|item| Pending { item, attempt: 2, due: 0 });
-    /// assert_eq!(Pass::Retry(due.to_vec()).items(10), [4, 1], "the due calls only, in their order");
-    /// ```
     pub fn items(&self, calls: u64) -> Vec<u64> {
         match self {
             Self::First => (0..calls).collect(),
@@ -158,13 +133,6 @@ pub struct Schedule {
 impl Schedule {
     /// A job started at `now`, its first pass running; with no policy,
     /// nothing is retried.
-    ///
-    /// ```
-    /// use ic_fanout::job::Schedule;
-    /// let schedule = Schedule::new(None, 42);
-    /// assert_eq!((schedule.started_at(), schedule.policy()), (42, None));
-    /// assert_eq!(schedule.finished_at(), None, "its first pass is running");
-    /// ```
     pub fn new(policy: Option<Policy>, now: u64) -> Self {
         Self {
             policy,
@@ -182,17 +150,6 @@ impl Schedule {
     /// allows and it has attempts left; one that was not made keeps its
     /// attempt, and waits while its next try is within the backoff's total
     /// from the job's start (so no job outlives its caps).
-    ///
-    /// ```
-    /// use ic_fanout::job::{Failed, Pass, Policy, Schedule};
-    /// use ic_fanout::retry::{Backoff, Retry};
-    /// # use std::time::Duration;
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(1) }, idempotent: false };
-    /// let mut schedule = Schedule::new(Some(policy), 0);
-    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::IfIdempotent), Failed::not_attempted(1)], 5);
-    /// assert_eq!(schedule.given_up(), 1, "call 0 may have executed, and the callee is not idempotent");
-    /// assert_eq!(schedule.waiting()[0].attempt, 1, "call 1 was not made: it keeps its attempt");
-    /// ```
     pub fn absorb(&mut self, pass: &Pass, failed: impl IntoIterator<Item = Failed>, now: u64) {
         self.passes_running = self.passes_running.saturating_sub(1);
         let attempt_of = pass.attempts();
@@ -217,13 +174,6 @@ impl Schedule {
     /// A pass that will never report: its call context was dropped (a
     /// trap in one of its callbacks cancels it). Its calls are neither
     /// retried nor counted.
-    ///
-    /// ```
-    /// # use ic_fanout::job::Schedule;
-    /// let mut schedule = Schedule::new(None, 0);
-    /// schedule.pass_lost(3);
-    /// assert_eq!(schedule.finished_at(), Some(3));
-    /// ```
     pub fn pass_lost(&mut self, now: u64) {
         self.passes_running = self.passes_running.saturating_sub(1);
         self.finish_if_done(now);
@@ -237,17 +187,6 @@ impl Schedule {
 
     /// Removes up to `max` calls that are due at `now`, earliest first, and
     /// counts them as retries of a new pass.
-    ///
-    /// ```
-    /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
-    /// use ic_fanout::retry::{Backoff, Retry};
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: std::time::Duration::from_millis(1) }, idempotent: false };
-    /// let mut schedule = Schedule::new(Some(policy), 0);
-    /// schedule.absorb(&Pass::First, [Failed::new(1, Retry::Always), Failed::new(0, Retry::Always)], 0);
-    /// assert!(schedule.take_due(999_999, 10).is_empty(), "each waits 1 ms");
-    /// assert_eq!(schedule.take_due(1_000_000, 1), [Pending { item: 0, attempt: 2, due: 1_000_000 }], "1 of the 2 due");
-    /// assert_eq!((schedule.retries(), schedule.waiting().len()), (1, 1));
-    /// ```
     pub fn take_due(&mut self, now: u64, max: usize) -> Vec<Pending> {
         self.waiting.sort_by_key(|p| (p.due, p.item));
         let due = self.waiting.iter().take_while(|p| p.due <= now).count().min(max);
@@ -262,30 +201,12 @@ impl Schedule {
     /// After an upgrade: a pass that was running when the canister was
     /// upgraded without being stopped lost its call context, and with it
     /// the outcome of its calls; it will never report back.
-    ///
-    /// ```
-    /// # use ic_fanout::job::Schedule;
-    /// let mut schedule = Schedule::new(None, 0);
-    /// assert_eq!(schedule.finished_at(), None, "its first pass is running");
-    /// schedule.after_upgrade(9);
-    /// assert_eq!(schedule.finished_at(), Some(9), "the pass was lost, and no call waits");
-    /// ```
     pub fn after_upgrade(&mut self, now: u64) {
         self.passes_running = 0;
         self.finish_if_done(now);
     }
 
     /// When the next retry is due, if one is waiting.
-    ///
-    /// ```
-    /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
-    /// use ic_fanout::retry::{Backoff, Retry};
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: std::time::Duration::from_millis(1) }, idempotent: false };
-    /// let mut schedule = Schedule::new(Some(policy), 0);
-    /// assert_eq!(schedule.next_due(), None);
-    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Always)], 10);
-    /// assert_eq!(schedule.next_due(), Some(10 + 1_000_000));
-    /// ```
     pub fn next_due(&self) -> Option<u64> {
         self.waiting.iter().map(|p| p.due).min()
     }
@@ -296,13 +217,6 @@ impl Schedule {
     // Hidden: only the demo caller's upgrade from its v0.1.0 (which kept
     // its jobs itself, ids and waiting calls included) needs it, to bring
     // those jobs in with `Jobs::put`; not part of the API to build on.
-    ///
-    /// ```
-    /// use ic_fanout::job::{Pending, Schedule};
-    /// let waiting = vec![Pending { item: 2, attempt: 3, due: 50 }];
-    /// let schedule = Schedule::resume(None, 10, waiting, 4, None);
-    /// assert_eq!((schedule.next_due(), schedule.retries()), (Some(50), 4));
-    /// ```
     #[doc(hidden)]
     pub fn resume(
         policy: Option<Policy>,
@@ -315,85 +229,31 @@ impl Schedule {
     }
 
     /// The policy it retries with.
-    ///
-    /// ```
-    /// use ic_fanout::{job::{Policy, Schedule}, retry::Backoff};
-    /// # use std::time::Duration;
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(500) }, idempotent: true };
-    /// assert_eq!(Schedule::new(Some(policy), 0).policy(), Some(policy));
-    /// assert_eq!(Schedule::new(None, 0).policy(), None, "nothing is retried");
-    /// ```
     pub fn policy(&self) -> Option<Policy> {
         self.policy
     }
 
     /// IC time (ns) the job started.
-    ///
-    /// ```
-    /// # use ic_fanout::job::Schedule;
-    /// let mut schedule = Schedule::new(None, 1_000);
-    /// schedule.pass_lost(2_000);
-    /// assert_eq!(schedule.started_at(), 1_000, "still when it started, not when it finished");
-    /// ```
     pub fn started_at(&self) -> u64 {
         self.started_at
     }
 
     /// IC time (ns) it finished: no pass running, no call waiting.
-    ///
-    /// ```
-    /// use ic_fanout::job::{Failed, Pass, Schedule};
-    /// use ic_fanout::retry::Retry;
-    /// let mut schedule = Schedule::new(None, 0);
-    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Always)], 7);
-    /// assert_eq!(schedule.finished_at(), Some(7), "with no policy, its failed call does not wait");
-    /// ```
     pub fn finished_at(&self) -> Option<u64> {
         self.finished_at
     }
 
     /// Calls made again so far.
-    ///
-    /// ```
-    /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
-    /// use ic_fanout::retry::{Backoff, Retry};
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: std::time::Duration::from_millis(1) }, idempotent: false };
-    /// let mut schedule = Schedule::new(Some(policy), 0);
-    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Always), Failed::new(1, Retry::Always)], 0);
-    /// assert_eq!(schedule.retries(), 0, "a waiting call is not counted yet");
-    /// schedule.take_due(u64::MAX, 500);
-    /// assert_eq!(schedule.retries(), 2);
-    /// ```
     pub fn retries(&self) -> u64 {
         self.retries
     }
 
     /// Failed calls it will not make again.
-    ///
-    /// ```
-    /// use ic_fanout::job::{Failed, Pass, Policy, Schedule};
-    /// use ic_fanout::retry::{Backoff, Retry};
-    /// # use std::time::Duration;
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(1) }, idempotent: true };
-    /// let mut schedule = Schedule::new(Some(policy), 0);
-    /// schedule.absorb(&Pass::First, [Failed::new(0, Retry::Never), Failed::new(1, Retry::Always)], 0);
-    /// assert_eq!((schedule.given_up(), schedule.waiting().len()), (1, 1));
-    /// ```
     pub fn given_up(&self) -> u64 {
         self.given_up
     }
 
     /// Calls waiting for another attempt.
-    ///
-    /// ```
-    /// use ic_fanout::job::{Failed, Pass, Pending, Policy, Schedule};
-    /// use ic_fanout::retry::{Backoff, Retry};
-    /// # use std::time::Duration;
-    /// let policy = Policy { backoff: Backoff { max_attempts: 3, first: Duration::from_millis(2) }, idempotent: false };
-    /// let mut schedule = Schedule::new(Some(policy), 0);
-    /// schedule.absorb(&Pass::First, [Failed::new(4, Retry::Always)], 1_000);
-    /// assert_eq!(schedule.waiting(), [Pending { item: 4, attempt: 2, due: 1_000 + 2_000_000 }]);
-    /// ```
     pub fn waiting(&self) -> &[Pending] {
         &self.waiting
     }
@@ -492,6 +352,44 @@ mod tests {
         assert_eq!((due.len(), s.passes_running), (1, 1));
         s.pass_lost(5);
         assert_eq!((s.passes_running, s.finished_at, s.given_up), (0, Some(5), 0), "its call is not counted");
+    }
+
+    #[test]
+    fn a_fan_out_s_failed_and_unattempted_calls_are_its_items_failed() {
+        struct NoSlot;
+        impl crate::Refusal for NoSlot {
+            fn is_refusal(&self) -> bool {
+                true
+            }
+        }
+        let items = [4u64, 7, 9];
+        let call = |&item: &u64| std::future::ready(if item == 4 { Ok(()) } else { Err(NoSlot) });
+        let done = futures::executor::block_on(crate::fan_out(crate::Pace::ONE_AT_A_TIME, &items, call));
+        let retry = |item, _: &NoSlot| if item == 7 { Retry::IfIdempotent } else { Retry::Never };
+        let failed = Failed::from_fan_out(&items, &done, retry);
+        assert_eq!(
+            failed,
+            [Failed::new(7, Retry::IfIdempotent), Failed::not_attempted(9)],
+            "by item, not index"
+        );
+    }
+
+    #[test]
+    fn take_due_takes_the_earliest_first_then_the_lowest_item() {
+        let mut s = Schedule::new(Some(POLICY), 0);
+        s.absorb(&Pass::First, [Failed::new(1, Retry::Always), Failed::new(0, Retry::Always)], 0);
+        assert_eq!(s.take_due(1_000_000, 1), [Pending { item: 0, attempt: 2, due: 1_000_000 }]);
+        assert_eq!((s.retries, s.waiting.len()), (1, 1));
+    }
+
+    #[test]
+    fn a_resumed_schedule_has_no_pass_running_and_keeps_what_it_was_given() {
+        let waiting = vec![Pending { item: 2, attempt: 3, due: 50 }];
+        let mut s = Schedule::resume(None, 10, waiting, 4, None);
+        assert_eq!((s.next_due(), s.retries(), s.passes_running), (Some(50), 4, 0));
+        s.take_due(50, 10);
+        s.absorb(&Pass::Retry(vec![]), [], 60);
+        assert_eq!(s.finished_at(), Some(60));
     }
 
     #[test]

@@ -7,17 +7,35 @@ use ic_stable_structures::{Memory, StableBTreeMap, Storable};
 use serde::de::DeserializeOwned;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use super::Schedule;
 
+/// A job's id, from [`Jobs::insert`] (or [`start`](super::start)): 1 for
+/// the first, never reused. Convert it to and from `u64` at your endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId(u64);
+
+impl From<u64> for JobId {
+    fn from(id: u64) -> Self {
+        Self(id)
+    }
+}
+
+impl From<JobId> for u64 {
+    fn from(JobId(id): JobId) -> Self {
+        id
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// A job as kept: its schedule, and your state (what it calls, and what
 /// you tally).
-///
-/// ```
-/// use ic_fanout::job::{Job, Schedule};
-/// let job = Job { schedule: Schedule::new(None, 0), state: "notify 3 canisters".to_string() };
-/// assert_eq!(job.schedule.finished_at(), None);
-/// ```
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]
 pub struct Job<S> {
     /// When its calls are made.
@@ -60,9 +78,9 @@ impl<S: CandidType> Job<S> {
 /// let first = jobs.insert(Job { schedule: Schedule::new(None, 0), state: 7 });
 /// jobs.update(first, |job| job.schedule.absorb(&ic_fanout::job::Pass::First, [], 5));
 /// let second = jobs.insert(Job { schedule: Schedule::new(None, 9), state: 8 });
-/// assert_eq!((first, second), (1, 2));
+/// assert_eq!((u64::from(first), u64::from(second)), (1, 2));
 /// assert_eq!(jobs.get(first), None, "finished, so forgotten when the next started");
-/// assert_eq!(jobs.unfinished().map(|(id, _)| id).collect::<Vec<_>>(), [2]);
+/// assert_eq!(jobs.unfinished().map(|(id, _)| id).collect::<Vec<_>>(), [second]);
 /// ```
 pub struct Jobs<S: CandidType + DeserializeOwned, M: Memory> {
     jobs: StableBTreeMap<u64, Job<S>, M>,
@@ -70,7 +88,7 @@ pub struct Jobs<S: CandidType + DeserializeOwned, M: Memory> {
     kept: u64,
     /// Jobs with a retry timer set: when it fires, and the timer. Timers do
     /// not survive upgrades, so neither does this.
-    pub(super) armed: BTreeMap<u64, (u64, TimerId)>,
+    pub(super) armed: BTreeMap<JobId, (u64, TimerId)>,
 }
 
 impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
@@ -78,16 +96,6 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     /// e.g. from a `MemoryManager`), or none if they are new; at most
     /// `kept` are kept, unless more are unfinished (or the newest, which is
     /// always kept, has finished).
-    ///
-    /// ```
-    /// use ic_fanout::job::{Job, Jobs, Schedule};
-    /// use ic_stable_structures::VectorMemory;
-    /// let (memory, unfinished) = (VectorMemory::default(), VectorMemory::default());
-    /// let mut jobs = Jobs::init(memory.clone(), unfinished.clone(), 100);
-    /// let id = jobs.insert(Job { schedule: Schedule::new(None, 0), state: 7u32 });
-    /// let again: Jobs<u32, _> = Jobs::init(memory, unfinished, 100); // after an upgrade, say
-    /// assert_eq!(again.get(id).map(|job| job.state), Some(7));
-    /// ```
     pub fn init(jobs: M, unfinished: M, kept: u64) -> Self {
         Self {
             jobs: StableBTreeMap::init(jobs),
@@ -99,25 +107,16 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
 
     /// Keeps `job` under the next id (1 for the first), and returns it.
     /// Ids are never reused, as the newest job is never forgotten.
-    ///
-    /// ```
-    /// # use ic_fanout::job::{Job, Jobs, Schedule};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 1);
-    /// let ids = [10, 20].map(|state| jobs.insert(Job { schedule: Schedule::new(None, 0), state }));
-    /// assert_eq!(ids, [1, 2]);
-    /// assert_eq!(jobs.len(), 2, "over `kept`, but neither has finished");
-    /// ```
-    pub fn insert(&mut self, job: Job<S>) -> u64 {
+    pub fn insert(&mut self, job: Job<S>) -> JobId {
         let id = self.jobs.last_key_value().map_or(1, |(last, _)| last + 1);
-        self.put(id, job);
+        self.put(JobId(id), job);
         while self.jobs.len() > self.kept {
             // Never the newest, finished or not: its id gives the next.
             let oldest = self.jobs.keys().find(|old| *old != id && !self.unfinished.contains_key(old));
             let Some(oldest) = oldest else { break };
             self.jobs.remove(&oldest);
         }
-        id
+        JobId(id)
     }
 
     /// Keeps `job` under `id`, replacing any kept there: for bringing in
@@ -127,17 +126,7 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     // (with `Schedule::resume`), to keep those jobs' ids; not part of the
     // API to build on.
     #[doc(hidden)]
-    ///
-    /// ```
-    /// # use ic_fanout::job::{Job, Jobs, Schedule};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
-    /// jobs.put(41, Job { schedule: Schedule::resume(None, 0, vec![], 3, Some(9)), state: 0 });
-    /// let next = jobs.insert(Job { schedule: Schedule::new(None, 10), state: 1 });
-    /// assert_eq!(next, 42, "ids go on after it");
-    /// assert_eq!(jobs.unfinished().count(), 1, "job 41 came in finished");
-    /// ```
-    pub fn put(&mut self, id: u64, job: Job<S>) {
+    pub fn put(&mut self, JobId(id): JobId, job: Job<S>) {
         match job.schedule.finished_at() {
             None => self.unfinished.insert(id, ()),
             Some(_) => self.unfinished.remove(&id),
@@ -146,79 +135,71 @@ impl<S: CandidType + DeserializeOwned, M: Memory> Jobs<S, M> {
     }
 
     /// Job `id`, unless it was never started or is forgotten.
-    ///
-    /// ```
-    /// # use ic_fanout::job::{Job, Jobs, Schedule};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let mut jobs = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
-    /// let id = jobs.insert(Job { schedule: Schedule::new(None, 0), state: "ping".to_string() });
-    /// assert_eq!(jobs.get(id).unwrap().state, "ping");
-    /// assert_eq!(jobs.get(id + 1), None, "never started");
-    /// ```
-    pub fn get(&self, id: u64) -> Option<Job<S>> {
+    pub fn get(&self, JobId(id): JobId) -> Option<Job<S>> {
         self.jobs.get(&id)
     }
 
     /// Changes job `id` with `f`, if it is kept.
-    ///
-    /// ```
-    /// # use ic_fanout::job::{Job, Jobs, Schedule};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let mut jobs: Jobs<u32, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
-    /// let id = jobs.insert(Job { schedule: Schedule::new(None, 0), state: 0 });
-    /// assert_eq!(jobs.update(id, |job| std::mem::replace(&mut job.state, 5)), Some(0));
-    /// assert_eq!(jobs.get(id).unwrap().state, 5, "kept");
-    /// assert_eq!(jobs.update(id + 1, |job| job.state), None, "not kept");
-    /// ```
-    pub fn update<R>(&mut self, id: u64, f: impl FnOnce(&mut Job<S>) -> R) -> Option<R> {
-        let mut job = self.jobs.get(&id)?;
+    pub fn update<R>(&mut self, id: JobId, f: impl FnOnce(&mut Job<S>) -> R) -> Option<R> {
+        let mut job = self.get(id)?;
         let result = f(&mut job);
         self.put(id, job);
         Some(result)
     }
 
     /// The jobs not finished yet, oldest first.
-    ///
-    /// ```
-    /// # use ic_fanout::job::{Job, Jobs, Schedule};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
-    /// let running = || Job { schedule: Schedule::new(None, 0), state: 0 };
-    /// let ids = [jobs.insert(running()), jobs.insert(running()), jobs.insert(running())];
-    /// jobs.update(ids[1], |job| job.schedule.absorb(&ic_fanout::job::Pass::First, [], 5));
-    /// assert_eq!(jobs.unfinished().map(|(id, _)| id).collect::<Vec<_>>(), [ids[0], ids[2]]);
-    /// ```
-    pub fn unfinished(&self) -> impl Iterator<Item = (u64, Job<S>)> + '_ {
-        self.unfinished.keys().filter_map(|id| Some((id, self.jobs.get(&id)?)))
+    pub fn unfinished(&self) -> impl Iterator<Item = (JobId, Job<S>)> + '_ {
+        self.unfinished.keys().filter_map(|id| Some((JobId(id), self.jobs.get(&id)?)))
     }
 
     /// How many jobs are kept.
-    ///
-    /// ```
-    /// # use ic_fanout::job::{Job, Jobs, Schedule};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 2);
-    /// for _ in 0..3 {
-    ///     let id = jobs.insert(Job { schedule: Schedule::new(None, 0), state: 0 });
-    ///     jobs.update(id, |job| job.schedule.pass_lost(1)); // finished
-    /// }
-    /// assert_eq!(jobs.len(), 2, "the oldest finished one is forgotten");
-    /// ```
     pub fn len(&self) -> u64 {
         self.jobs.len()
     }
 
     /// Whether none is.
-    ///
-    /// ```
-    /// # use ic_fanout::job::{Job, Jobs, Schedule};
-    /// # use ic_stable_structures::VectorMemory;
-    /// let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
-    /// assert!(jobs.is_empty());
-    /// jobs.insert(Job { schedule: Schedule::new(None, 0), state: 0 });
-    /// assert!(!jobs.is_empty());
-    /// ```
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ic_stable_structures::VectorMemory;
+
+    fn running(state: u8) -> Job<u8> {
+        Job { schedule: Schedule::new(None, 0), state }
+    }
+
+    #[test]
+    fn the_same_memories_hold_the_same_jobs_after_an_upgrade() {
+        let (memory, unfinished) = (VectorMemory::default(), VectorMemory::default());
+        let mut jobs = Jobs::init(memory.clone(), unfinished.clone(), 100);
+        let id = jobs.insert(running(7));
+        let again: Jobs<u8, _> = Jobs::init(memory, unfinished, 100);
+        assert_eq!(again.get(id).map(|job| job.state), Some(7));
+        assert_eq!(again.unfinished().map(|(id, _)| id).collect::<Vec<_>>(), [id]);
+    }
+
+    #[test]
+    fn a_job_brought_in_keeps_its_id_and_ids_go_on_after_it() {
+        let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
+        assert!(jobs.is_empty());
+        jobs.put(JobId(41), Job { schedule: Schedule::resume(None, 0, vec![], 3, Some(9)), state: 0 });
+        let next = jobs.insert(running(1));
+        assert_eq!(next, JobId(42), "ids go on after it");
+        assert_eq!(jobs.unfinished().count(), 1, "job 41 came in finished");
+        assert_eq!(jobs.len(), 2);
+    }
+
+    #[test]
+    fn only_a_kept_job_is_got_or_updated() {
+        let mut jobs: Jobs<u8, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), 100);
+        let id = jobs.insert(running(0));
+        assert_eq!(jobs.update(id, |job| std::mem::replace(&mut job.state, 5)), Some(0));
+        assert_eq!(jobs.get(id).unwrap().state, 5, "kept");
+        let never = JobId(u64::from(id) + 1);
+        assert_eq!((jobs.get(never), jobs.update(never, |job| job.state)), (None, None), "never started");
     }
 }

@@ -203,7 +203,7 @@ fn the_callees_state_stays_bounded_after_a_million_nonces_from_one_caller() {
 /// callee's stable memory is its header and the first 8 MiB bucket of each
 /// of `ExecuteOnce`'s two memories, and another 10^6 with the floors
 /// raised past the first leave it so; a 1,001st caller is not admitted.
-/// (`fanout/tests/once.rs` measures the bytes within the buckets: about
+/// (`fanout/tests/it/once.rs` measures the bytes within the buckets: about
 /// 1.2 KB a caller.)
 #[test]
 fn the_callees_state_stays_bounded_after_a_million_nonces_from_a_thousand_callers() {

@@ -32,7 +32,7 @@ struct Nonce {
 }
 
 /// The nonces of a job whose retries need them.
-pub struct Nonces {
+pub struct PingNonces {
     /// The nonce of the job's first ping; ping `i` carries this plus `i`.
     pub first: u64,
     /// The floor sent to each of the plan's callees, in their order
@@ -43,7 +43,7 @@ pub struct Nonces {
 /// How a plan reaches its callees.
 pub struct Pinger<'a> {
     pub plan: &'a ValidPlan,
-    pub nonces: Option<Nonces>,
+    pub nonces: Option<PingNonces>,
 }
 
 impl Pinger<'_> {

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 
+use ic_fanout::job::Failed;
 use ic_fanout::{Pace, fan_out};
 use interface::Outcome;
 
@@ -20,6 +21,7 @@ where
     // A refused call put back in line was attempted once more.
     tally.calls += done.requeued();
     tally.peak_in_flight = done.peak_in_flight();
+    tally.failed = Failed::from_fan_out(&calls, &done, |_, &kind| kind.into());
     for (id, outcome) in calls.into_iter().zip(done.into_outcomes()) {
         match outcome {
             Some(outcome) => tally.record(id, outcome),
@@ -61,5 +63,6 @@ mod tests {
         let tally = block_on(run(Pace::AllAtOnce, calls, refused_from(2)));
         assert_eq!((tally.succeeded, tally.calls), (20, 3));
         assert_eq!(tally.failures.get(&FailureKind::CallPerformFailed), Some(&10), "pings, not calls");
+        assert_eq!(tally.failed.len(), 1, "the failed call is listed");
     }
 }

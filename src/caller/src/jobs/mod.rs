@@ -8,6 +8,7 @@
 
 use candid::{CandidType, Deserialize, Principal};
 use ic_fanout::job::{Failed, Job, Pending, Policy, Schedule};
+use ic_fanout::once::Nonces;
 use std::collections::BTreeMap;
 
 use interface::{FailureCount, FailureKind, Report, RetryPolicy};
@@ -28,8 +29,8 @@ pub struct PingJob {
     pub peak_in_flight: u64,
     /// Instructions of the finished passes' call contexts.
     pub instructions: u64,
-    /// The nonce of its first ping, when its pings carry nonces (see
-    /// [`NonceRange`]); ping `i` carries this plus `i`.
+    /// The nonce of its first ping, when its pings carry nonces (from
+    /// ic-fanout's [`Nonces`]); ping `i` carries this plus `i`.
     pub first_nonce: Option<u64>,
 }
 
@@ -50,7 +51,7 @@ impl PingJob {
 
     /// Takes in a finished pass's counts, and returns its failed calls for
     /// the schedule, each with whether it may be made again.
-    pub fn absorb(&mut self, tally: &Tally, instructions: u64) -> Vec<Failed> {
+    pub fn absorb(&mut self, tally: Tally, instructions: u64) -> Vec<Failed> {
         self.succeeded += tally.succeeded;
         self.delivered_earlier += tally.delivered_earlier;
         self.calls += tally.calls;
@@ -59,11 +60,7 @@ impl PingJob {
         for (kind, count) in &tally.failures {
             *self.failures.entry(*kind).or_default() += count;
         }
-        let failed = tally.failed.iter().map(|&(call, kind)| match kind {
-            FailureKind::NotAttempted => Failed::not_attempted(call.index),
-            kind => Failed::new(call.index, kind.into()),
-        });
-        failed.collect()
+        tally.failed
     }
 
     pub fn report(&self, schedule: &Schedule, now: u64, balance_now: u128) -> Report {
@@ -123,12 +120,12 @@ pub struct SavedJobs {
 }
 
 impl SavedJobs {
-    /// The nonce ranges ([`NONCES_PER_VERSION`] each) that v0.1.0's nonces
+    /// The nonce ranges ([`Nonces::PER_VERSION`] each) that v0.1.0's nonces
     /// reach into: it tagged job `id`'s pings from `id` x 2^32, and its ids
     /// are below `next_id`. The callee may hold them (or a floor above
     /// them), so new jobs must start past them.
     pub fn nonce_ranges_used(&self) -> u64 {
-        self.next_id.saturating_mul(1 << 32).div_ceil(NONCES_PER_VERSION)
+        self.next_id.saturating_mul(1 << 32).div_ceil(Nonces::PER_VERSION)
     }
 }
 
@@ -166,72 +163,17 @@ impl SavedJob {
 }
 
 /// The floors the calls of idempotent jobs carry, one per callee of
-/// `callees`: the lowest nonce an unfinished job (of those given) may still
-/// send to that callee. A finished job sends none again, and a new job's
-/// nonces are above every earlier job's ([`NonceRange`]), so no nonce below
-/// it is ever sent to that callee again, and the callee forgets those
-/// below. Per callee, so that a job waiting long for one callee does not
-/// hold down the floor (and fill the nonces held) of another.
+/// `callees`: ic-fanout's [`Nonces::floors`] over the unfinished jobs (of
+/// those given) whose pings carry nonces.
 pub fn nonce_floors(callees: &[Principal], unfinished: impl IntoIterator<Item = PingJob>) -> Vec<u64> {
     let unfinished: Vec<PingJob> = unfinished.into_iter().collect();
-    let floor = |callee| {
-        let calling = unfinished.iter().filter(|job| job.plan.callees.contains(callee));
-        // No unfinished job calls it: no promise.
-        calling.filter_map(|job| job.first_nonce).min().unwrap_or(0)
-    };
-    callees.iter().map(floor).collect()
+    let calling: Vec<(u64, &[Principal])> =
+        unfinished.iter().filter_map(|job| Some((job.first_nonce?, &job.plan.callees[..]))).collect();
+    Nonces::floors(callees, &calling)
 }
 
-/// The nonces a caller's idempotent jobs tag their pings with. The callee
-/// keeps a nonce it executed until this caller's floor passes it; so a
-/// nonce must never repeat for this caller, even after a reinstall, which
-/// wipes the caller's memory and restarts its job ids. Each job reserves one nonce per
-/// ping from a range that starts at `canister_version` x
-/// [`NONCES_PER_VERSION`]: `canister_version` grows with every message that
-/// commits, every install, reinstall, upgrade and settings change, and is
-/// never reset, so an installation never reaches a range that a later
-/// version starts from. A caller upgraded from v0.1.0, whose nonces were
-/// numbered otherwise, starts its ranges past those.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NonceRange {
-    /// The next nonce not yet reserved in this installation.
-    next: u64,
-    /// Ranges passed over ([`SavedJobs::nonce_ranges_used`]).
-    skipped: u64,
-}
-
-/// Nonces one canister version (one message, as the version grows with
-/// each) can reserve: a job's worth, [`interface::MAX_CALLS`], and more.
-/// Small, because the version grows by a message at a time: at 2^14 the
-/// ranges last for 2^50 messages.
-pub const NONCES_PER_VERSION: u64 = 1 << 14;
-const _: () = assert!(NONCES_PER_VERSION >= interface::MAX_CALLS, "a version reserves a whole job");
-
-impl NonceRange {
-    /// Ranges that start `skipped` ranges later than the canister version's.
-    pub fn skipping(skipped: u64) -> Self {
-        Self { next: 0, skipped }
-    }
-
-    /// Reserves `n` nonces at canister version `version`; the first of them.
-    pub fn reserve(&mut self, version: u64, n: u64) -> Result<u64, String> {
-        let range = version.checked_add(self.skipped);
-        let (Some(start), Some(end)) = (
-            range.and_then(|r| r.checked_mul(NONCES_PER_VERSION)),
-            range.and_then(|r| r.checked_add(1)).and_then(|r| r.checked_mul(NONCES_PER_VERSION)),
-        ) else {
-            return Err(format!("canister version {version} leaves no nonces for idempotent jobs"));
-        };
-        let first = self.next.max(start);
-        if end - first < n {
-            return Err(format!(
-                "this canister version ({version}) has reserved all its {NONCES_PER_VERSION} nonces; start the job in another call"
-            ));
-        }
-        self.next = first + n;
-        Ok(first)
-    }
-}
+/// A job reserves a nonce per ping from one version's range.
+const _: () = assert!(Nonces::PER_VERSION >= interface::MAX_CALLS, "a version reserves a whole job");
 
 #[cfg(test)]
 mod tests {
@@ -256,17 +198,16 @@ mod tests {
         Job { schedule: Schedule::new(retry.map(policy), 1_000), state: PingJob::new(plan(retry), None, 50) }
     }
 
+    /// A pass's tally, made as a pass makes it.
     fn tally(outcomes: &[Result<u64, FailureKind>]) -> Tally {
-        let mut t = Tally::default();
-        for (i, &o) in outcomes.iter().enumerate() {
-            t.record(CallId { index: i as u64, pings: 1 }, o.map(Acknowledged::now));
-        }
-        t
+        let calls = (0..outcomes.len() as u64).map(|index| CallId { index, pings: 1 }).collect();
+        let outcome = |call: CallId| std::future::ready(outcomes[call.index as usize].map(Acknowledged::now));
+        futures::executor::block_on(crate::fan_out::run(crate::plan::Pace::AllAtOnce, calls, outcome))
     }
 
     /// A pass's tally taken in, as the runtime does.
     fn absorb(job: &mut Job<PingJob>, pass: &Pass, tally: &Tally, now: u64) {
-        let failed = job.state.absorb(tally, 10);
+        let failed = job.state.absorb(tally.clone(), 10);
         job.schedule.absorb(pass, failed, now);
     }
 
@@ -313,6 +254,7 @@ mod tests {
         let mut j = job(Some(RetryPolicy { max_attempts: 2, ..POLICY }));
         let mut t = Tally::default();
         t.not_attempted(CallId { index: 0, pings: 1 });
+        t.failed.push(Failed::not_attempted(0)); // as `fan_out::run` lists it
         absorb(&mut j, &Pass::First, &t, 0);
         assert_eq!(j.schedule.waiting()[0].attempt, 1);
         for _ in 0..5 {
@@ -337,41 +279,19 @@ mod tests {
     }
 
     #[test]
-    fn nonce_ranges_never_repeat_across_versions() {
-        let mut nonces = NonceRange::default();
-        assert_eq!(nonces.reserve(1, 10), Ok(NONCES_PER_VERSION));
-        assert_eq!(nonces.reserve(1, 10), Ok(NONCES_PER_VERSION + 10));
-        // A reinstall forgets the range but not the version, which grew.
-        let mut reinstalled = NonceRange::default();
-        assert_eq!(reinstalled.reserve(2, 10), Ok(2 * NONCES_PER_VERSION));
-        // A later message (or settings change) keeps the range but grows
-        // the version: the next range starts past everything before.
-        assert_eq!(nonces.reserve(3, 1), Ok(3 * NONCES_PER_VERSION));
-    }
-
-    #[test]
-    fn a_used_up_or_overflowing_range_is_refused() {
-        let mut nonces = NonceRange::default();
-        assert_eq!(nonces.reserve(1, NONCES_PER_VERSION), Ok(NONCES_PER_VERSION));
-        let err = nonces.reserve(1, 1).unwrap_err();
-        assert!(err.contains("in another call"), "{err}");
-        assert!(nonces.reserve(1 << 50, 1).unwrap_err().contains("leaves no nonces"));
-        assert!(nonces.reserve((1 << 50) - 2, 1).is_ok(), "2^50 versions have nonces");
-        assert!(nonces.reserve(u64::MAX, 1).is_err());
-    }
-
-    #[test]
     fn after_v0_1_0_new_nonces_start_past_every_nonce_it_gave() {
         for next_id in [1, 255, 256, 257, 100_000] {
             let saved = SavedJobs { next_id, jobs: BTreeMap::new() };
             let last_v0_1_0_nonce = ((next_id - 1) << 32) + interface::MAX_CALLS - 1;
             // A version far below the ranges v0.1.0's many jobs used.
-            let first = NonceRange::skipping(saved.nonce_ranges_used()).reserve(2, 10).unwrap();
+            let first = Nonces::skipping(saved.nonce_ranges_used()).reserve(2, 10).unwrap();
             assert!(first > last_v0_1_0_nonce, "next_id {next_id}: {first} <= {last_v0_1_0_nonce}");
         }
-        let first = NonceRange::skipping(3).reserve(2, 10).unwrap();
-        assert_eq!(first, 5 * NONCES_PER_VERSION, "skipped ranges are added to the version's");
-        assert!(NonceRange::skipping(u64::MAX).reserve(1, 1).unwrap_err().contains("leaves no nonces"));
+        let first = Nonces::skipping(3).reserve(2, 10).unwrap();
+        assert_eq!(first, 5 * Nonces::PER_VERSION, "skipped ranges are added to the version's");
+        assert!(
+            Nonces::skipping(u64::MAX).reserve(1, 1).unwrap_err().to_string().contains("leaves no nonces")
+        );
     }
 
     /// What v0.1.0's pre_upgrade saved: `Jobs { next_id, jobs }`.

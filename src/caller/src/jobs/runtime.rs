@@ -3,14 +3,15 @@
 //! timers that retry, and re-arms them after an upgrade.
 
 use ic_cdk::api::{call_context_instruction_counter, canister_cycle_balance, canister_version, time};
-use ic_fanout::job::{self, Failed, Jobs, Pass, Work};
+use ic_fanout::job::{self, Failed, JobId, Jobs, Pass, Work};
+use ic_fanout::once::Nonces;
 use ic_stable_structures::{Memory as _, StableCell};
 use interface::{Report, Strategy};
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
-use super::{NonceRange, PingJob, SavedJobs, nonce_floors};
-use crate::calls::{Nonces, Pinger};
+use super::{PingJob, SavedJobs, nonce_floors};
+use crate::calls::{PingNonces, Pinger};
 use crate::memory::{self, Memory};
 use crate::plan::{Pace, ValidPlan};
 
@@ -21,7 +22,7 @@ thread_local! {
         MAX_JOBS,
     ));
     /// Not kept across upgrades: the version they bring starts a new range.
-    static NONCES: RefCell<NonceRange> = RefCell::new(NonceRange::skipping(nonce_ranges_skipped()));
+    static NONCES: RefCell<Nonces> = RefCell::new(Nonces::skipping(nonce_ranges_skipped()));
 }
 
 /// The nonce ranges new jobs pass over; read only if a caller upgraded
@@ -46,16 +47,15 @@ impl Work for Pings {
         &JOBS
     }
 
-    async fn pass(id: u64, pass: Pass) -> Vec<Failed> {
-        let Some(job) = JOBS.with(|j| j.borrow().get(id)) else { return vec![] };
-        let plan = job.state.plan;
+    async fn pass(id: JobId, job: PingJob, pass: Pass) -> Vec<Failed> {
+        let plan = job.plan;
         let (pace, calls) = match &pass {
             Pass::First => (plan.pace(), plan.calls()),
             Pass::Retry(due) => (retry_pace(&plan), due.iter().map(|p| plan.call(p.item)).collect()),
         };
         // Computed as the pass starts: floors only rise, so a lower one is
         // never wrong.
-        let nonces = job.state.first_nonce.map(|first| Nonces {
+        let nonces = job.first_nonce.map(|first| PingNonces {
             first,
             floors: JOBS
                 .with(|j| nonce_floors(&plan.callees, j.borrow().unfinished().map(|(_, job)| job.state))),
@@ -63,7 +63,7 @@ impl Work for Pings {
         let pinger = Pinger { plan: &plan, nonces };
         let tally = pinger.run(pace, calls).await;
         let instructions = call_context_instruction_counter();
-        JOBS.with(|j| j.borrow_mut().update(id, |job| job.state.absorb(&tally, instructions)))
+        JOBS.with(|j| j.borrow_mut().update(id, |job| job.state.absorb(tally, instructions)))
             .unwrap_or_default()
     }
 
@@ -93,17 +93,20 @@ fn retry_pace(plan: &ValidPlan) -> Pace {
 /// call context. Refused, with nothing changed, if its nonces cannot be had.
 pub fn start(plan: ValidPlan) -> Result<u64, String> {
     let first_nonce = match plan.retry.filter(|r| r.idempotent) {
-        Some(_) => Some(NONCES.with(|n| n.borrow_mut().reserve(canister_version(), plan.n.get()))?),
+        Some(_) => {
+            let first = NONCES.with(|n| n.borrow_mut().reserve(canister_version(), plan.n.get()));
+            Some(first.map_err(|e| e.to_string())?)
+        }
         None => None,
     };
     let policy = plan.retry.map(super::policy);
     let state = PingJob::new(plan, first_nonce, canister_cycle_balance());
-    job::start::<Pings>(state, policy).map_err(|e| e.to_string())
+    job::start::<Pings>(state, policy).map(u64::from).map_err(|e| e.to_string())
 }
 
 /// A job's report so far.
 pub fn status(id: u64) -> Option<Report> {
-    let job = JOBS.with(|j| j.borrow().get(id))?;
+    let job = JOBS.with(|j| j.borrow().get(id.into()))?;
     Some(job.state.report(&job.schedule, time(), canister_cycle_balance()))
 }
 
@@ -119,11 +122,11 @@ pub fn restore() {
             let saved: SavedJobs = candid::decode_one(&bytes).expect("jobs saved by pre_upgrade decode");
             let skipped = saved.nonce_ranges_used();
             StableCell::init(memory::region(memory::NONCE_RANGES_SKIPPED), skipped).set(skipped);
-            NONCES.with(|n| *n.borrow_mut() = NonceRange::skipping(skipped));
+            NONCES.with(|n| *n.borrow_mut() = Nonces::skipping(skipped));
             JOBS.with(|j| {
                 let mut jobs = j.borrow_mut();
                 for (id, job) in saved.jobs {
-                    jobs.put(id, job.into_job(id));
+                    jobs.put(id.into(), job.into_job(id));
                 }
             });
         }

@@ -5,9 +5,7 @@
 //! nothing waits. The store keeps every unfinished job, at most `kept` in
 //! all otherwise, and never reuses an id.
 
-#![cfg(feature = "jobs")]
-
-use ic_fanout::job::{Failed, Job, Jobs, Pass, Policy, Schedule};
+use ic_fanout::job::{Failed, Job, JobId, Jobs, Pass, Policy, Schedule};
 use ic_fanout::retry::{Backoff, Retry};
 use ic_stable_structures::VectorMemory;
 use proptest::prelude::*;
@@ -117,7 +115,7 @@ proptest! {
         steps in proptest::collection::vec(0usize..10, 1..60),
     ) {
         let mut jobs: Jobs<u64, _> = Jobs::init(VectorMemory::default(), VectorMemory::default(), kept);
-        let (mut last_id, mut unfinished, mut bound) = (0, vec![], 0);
+        let (mut last_id, mut unfinished, mut bound) = (JobId::from(0), vec![], 0);
         for (now, step) in steps.into_iter().enumerate() {
             let now = now as u64;
             match step {
@@ -142,12 +140,12 @@ proptest! {
                 }
                 _ => {}
             }
-            let kept_unfinished: Vec<u64> = jobs.unfinished().map(|(id, _)| id).collect();
+            let kept_unfinished: Vec<JobId> = jobs.unfinished().map(|(id, _)| id).collect();
             let mut expected = unfinished.clone();
             expected.sort();
             prop_assert_eq!(kept_unfinished, expected);
             prop_assert!(jobs.len() <= bound, "{} kept, over {}", jobs.len(), bound);
-            prop_assert!(last_id == 0 || jobs.get(last_id).is_some(), "the newest job is kept");
+            prop_assert!(last_id == JobId::from(0) || jobs.get(last_id).is_some(), "the newest job is kept");
         }
     }
 }
