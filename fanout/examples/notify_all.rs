@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Tested on the simulator with 2,000 receivers on 4 subnets, under traps,
-//! stops and dropped responses: `multi_subnet/tests/notify_all.rs`.
+//! stops and dropped responses: `multi_subnet/tests/it/notify_all.rs` in the
+//! workspace this crate is developed in.
 
 use candid::{CandidType, Deserialize, Principal};
 use ic_cdk::api::{canister_version, is_controller, msg_caller};
