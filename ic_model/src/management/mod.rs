@@ -43,10 +43,7 @@ pub fn query<E: Engine>(ic: &Ic<E>, sender: Principal, method: &str, arg: &[u8])
     }
     let args: FetchCanisterLogsArgs = decode(arg, method)?;
     let canister = args.canister_id;
-    let info =
-        ic.state.canisters.get(&canister).ok_or_else(|| {
-            Reject::new(ErrorCode::CanisterNotFound, format!("Canister {canister} not found"))
-        })?;
+    let info = ic.canister(canister)?;
     let allowed = match &info.settings.log_visibility {
         LogVisibility::Public => true,
         LogVisibility::Controllers => info.controllers.contains(&sender),
