@@ -72,7 +72,8 @@ impl DebugLog {
 
     /// Keeps `record` as it was logged (a saved log restored).
     pub fn keep(&mut self, record: LogRecord) {
-        self.next_idx = self.next_idx.max(record.idx + 1);
+        // Saturating: a saved index is read from a file.
+        self.next_idx = self.next_idx.max(record.idx.saturating_add(1));
         self.bytes += Self::size(&record.content);
         self.records.push_back(record);
         while self.bytes > costs::LOG_CAPACITY {
