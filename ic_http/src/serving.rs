@@ -73,6 +73,21 @@ const MAX_HEADER_BUFFER: usize = 64 << 10;
 /// connections (icp-cli gives a network it stops 10 s).
 const GRACE: Duration = Duration::from_secs(5);
 
+/// The most of a refused body the server reads (and drops) before it
+/// answers: a client that sends its whole body before reading, as most
+/// do, then reads the 413 and its reason, where a connection closed under
+/// it would be reset. A longer body is refused at once.
+const MAX_DISCARDED_BYTES: u64 = 64 << 20;
+
+/// Reads and drops `body` for at most `within`.
+async fn discard(mut body: Body, within: Duration) {
+    let drained = async move {
+        let mut body = std::pin::Pin::new(&mut body);
+        while let Some(Ok(_)) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {}
+    };
+    let _ = tokio::time::timeout(within, drained).await;
+}
+
 /// What the guard counts: requests, and bodies' bytes in KiB (a semaphore
 /// takes at most `u32::MAX` permits at once).
 struct Guard {
@@ -112,6 +127,9 @@ async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) ->
     if let Some(length) = declared
         && length > max
     {
+        if length <= MAX_DISCARDED_BYTES {
+            discard(request.into_body(), limits.body_timeout).await;
+        }
         return refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("The request's body is {length} bytes, more than the {max} this server accepts."),
@@ -277,19 +295,26 @@ async fn accept(
     Ok((stream, slot))
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub async fn interrupted() {
+/// Catches SIGINT and SIGTERM from now on (their default action, ending
+/// the process at once, no longer applies); the future completes on the
+/// first of them. Needs a tokio runtime.
+fn catch_interrupts() -> std::io::Result<impl Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let mut terminate = signal(SignalKind::terminate()).expect("a SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        })
     }
     #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// Serves `network` on 127.0.0.1 and a free port, on the current tokio
@@ -345,6 +370,10 @@ pub fn serve_forever(
     };
     let runtime = tokio::runtime::Runtime::new()?;
     let started = runtime.block_on(async {
+        // Before anyone can see the port file: a signal sent as soon as
+        // it appears (icp-cli stops its launcher so) stops the server
+        // cleanly instead of killing it with its files left behind.
+        let interrupted = catch_interrupts()?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
@@ -354,10 +383,10 @@ pub fn serve_forever(
             writeln!(file, "{}", address.port())?;
             file.flush()?;
         }
-        Ok(listener)
+        Ok((listener, interrupted))
     });
-    let listener = match started {
-        Ok(listener) => listener,
+    let (listener, interrupted) = match started {
+        Ok(started) => started,
         Err(e) => {
             // The file says a server owns the port: none does.
             if let Some(path) = port_file_path {
@@ -366,7 +395,7 @@ pub fn serve_forever(
             return Err(e);
         }
     };
-    let served = runtime.block_on(serve(listener, router, limits, interrupted()));
+    let served = runtime.block_on(serve(listener, router, limits, interrupted));
     // Blocking work still running (a canister's long execution) does not
     // hold the process past the grace.
     runtime.shutdown_timeout(GRACE);
@@ -470,6 +499,17 @@ mod tests {
         let (status, text) = answer(&mut stream).await;
         assert_eq!(status, 413, "{text}");
         assert!(text.contains("10737418240 bytes, more than the 5242880"), "{text}");
+        assert_eq!(ok(address).await, 200, "the server keeps serving");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_sends_a_body_over_the_limit_reads_the_413() {
+        let address = server(limits()).await;
+        let length = (5 << 20) + 1;
+        let mut stream = stalled(address, length, length as usize).await.expect("the whole body is taken");
+        let (status, text) = answer(&mut stream).await;
+        assert_eq!(status, 413, "{text}");
+        assert!(text.contains("5242881 bytes, more than the 5242880"), "{text}");
         assert_eq!(ok(address).await, 200, "the server keeps serving");
     }
 
