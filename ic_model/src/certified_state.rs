@@ -7,7 +7,8 @@ use ic_certification::{AsHashTree, Certificate, Delegation, HashTree, NestedTree
 use ic_verify_bls_signature::PrivateKey as BlsKey;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use crate::keys::{self, Keys};
 
@@ -128,13 +129,53 @@ fn apply(tree: &mut Tree, edits: Edits) {
     }
 }
 
-/// A subnet's state tree as of its last certification, its signature, and
-/// who may read its canisters' private metadata as of then.
+/// How long a subnet serves one delegation before the root signs it anew,
+/// at the subnet's certified time, as a replica fetches a fresh one
+/// (`DELEGATION_UPDATE_INTERVAL`, 5 minutes, in the replica's
+/// `rs/http_endpoints`). Agents refuse a delegation older than 30 days,
+/// and a network's time is the wall clock, months past its start time.
+const DELEGATION_RENEWED_EVERY: Duration = Duration::from_secs(5 * 60);
+
+/// The root key and the topology it certifies: what each subnet's
+/// delegation is signed from, again as time goes on.
+struct Root {
+    key: BlsKey,
+    topology: Vec<(Path, Vec<u8>)>,
+}
+
+impl Root {
+    /// The root's certificate, at `time`, of `subnet`'s key and ranges.
+    fn delegate(&self, subnet: Principal, time: u64) -> Delegation {
+        let mut root = Tree::default();
+        root.insert(&path(&[b"time"]), leb128(time));
+        for (path, value) in &self.topology {
+            root.insert(path, value.clone());
+        }
+        let id = subnet.as_slice();
+        let delegated = [
+            path(&[b"subnet", id, b"public_key"]),
+            path(&[b"subnet", id, b"canister_ranges"]),
+            path(&[b"canister_ranges", id]),
+        ];
+        let certificate = Certificate {
+            tree: witness(&root, &delegated),
+            signature: sign(&self.key, &root),
+            delegation: None,
+        };
+        Delegation { subnet_id: id.to_vec(), certificate: to_cbor(&certificate) }
+    }
+}
+
+/// A subnet's state tree as of its last certification, its signature, the
+/// root's delegation it is served with, and who may read its canisters'
+/// private metadata as of then.
 struct Certified {
     tree: Tree,
     signature: Vec<u8>,
     time: u64,
     height: u64,
+    delegation: Delegation,
+    delegated_at: u64,
     readers: HashMap<Principal, Readers>,
 }
 
@@ -158,7 +199,7 @@ pub struct SubnetState {
     pub node_key: ic_ed25519::PrivateKey,
     /// Its node's id, derived from the node's public key.
     pub node_id: Principal,
-    delegation: Delegation,
+    root: Arc<Root>,
     certified: RwLock<Certified>,
     staged: Mutex<Staged>,
 }
@@ -191,6 +232,10 @@ impl SubnetState {
         certified.signature = sign(&self.key, &certified.tree);
         certified.time = time;
         certified.height += 1;
+        if time >= certified.delegated_at.saturating_add(DELEGATION_RENEWED_EVERY.as_nanos() as u64) {
+            certified.delegation = self.root.delegate(self.id, time);
+            certified.delegated_at = time;
+        }
     }
 
     /// Whether edits wait for the next certification.
@@ -217,11 +262,15 @@ impl SubnetState {
         let mut paths = paths.to_vec();
         paths.sort();
         paths.dedup_by(|longer, shorter| longer.starts_with(shorter));
-        let (tree, signature) = {
+        let certificate = {
             let certified = self.certified.read().expect("not poisoned");
-            (witness(&certified.tree, &paths), certified.signature.clone())
+            Certificate {
+                tree: witness(&certified.tree, &paths),
+                signature: certified.signature.clone(),
+                delegation: Some(certified.delegation.clone()),
+            }
         };
-        to_cbor(&Certificate { tree, signature, delegation: Some(self.delegation.clone()) })
+        to_cbor(&certificate)
     }
 }
 
@@ -260,28 +309,11 @@ impl CertifiedState {
     /// subnet certified once at `time` with the topology alone.
     pub fn new(keys: Keys, subnets: &[SubnetRanges], time: u64) -> Self {
         let topology = topology(subnets, &keys);
-        let mut root = Tree::default();
-        root.insert(&path(&[b"time"]), leb128(time));
-        for (path, value) in &topology {
-            root.insert(path, value.clone());
-        }
-        let root_signature = sign(&keys.root(), &root);
+        let root = Arc::new(Root { key: keys.root(), topology: topology.clone() });
         let subnets = subnets
             .iter()
             .enumerate()
             .map(|(index, subnet)| {
-                let id = subnet.id.as_slice();
-                let delegated = [
-                    path(&[b"subnet", id, b"public_key"]),
-                    path(&[b"subnet", id, b"canister_ranges"]),
-                    path(&[b"canister_ranges", id]),
-                ];
-                let certificate = Certificate {
-                    tree: witness(&root, &delegated),
-                    signature: root_signature.clone(),
-                    delegation: None,
-                };
-                let delegation = Delegation { subnet_id: id.to_vec(), certificate: to_cbor(&certificate) };
                 let node_key = keys.node(index);
                 let (node_id, _) = keys::node_identity(&node_key);
                 let certified = Certified {
@@ -289,6 +321,8 @@ impl CertifiedState {
                     signature: vec![],
                     time: 0,
                     height: 0,
+                    delegation: root.delegate(subnet.id, time),
+                    delegated_at: time,
                     readers: HashMap::new(),
                 };
                 let subnet = SubnetState {
@@ -297,7 +331,7 @@ impl CertifiedState {
                     key: keys.subnet(index),
                     node_key,
                     node_id,
-                    delegation,
+                    root: root.clone(),
                     certified: RwLock::new(certified),
                     staged: Mutex::new(Staged {
                         edits: topology
@@ -454,6 +488,36 @@ mod tests {
         assert!(!network.may_read_metadata(canister(1), b"candid:service", stranger));
         network.certify_staged(30);
         assert!(network.may_read_metadata(canister(1), b"candid:service", stranger), "the canister is gone");
+    }
+
+    /// The time of the root's delegation that a certificate of `subnet` carries.
+    fn delegation_time(subnet: &SubnetState) -> Vec<u8> {
+        let certificate: Certificate = serde_cbor::from_slice(&subnet.certificate(&[])).unwrap();
+        let delegation: Certificate =
+            serde_cbor::from_slice(&certificate.delegation.unwrap().certificate).unwrap();
+        match delegation.tree.lookup_path(&path(&[b"time"])) {
+            LookupResult::Found(time) => time.to_vec(),
+            _ => panic!("a delegation holds /time"),
+        }
+    }
+
+    #[test]
+    fn the_root_delegates_anew_once_the_delegation_is_five_minutes_old() {
+        let network = network();
+        let subnet = &network.subnets()[0];
+        assert_eq!(delegation_time(subnet), leb128(10));
+        let minute = 60_000_000_000;
+        subnet.certify(10 + 4 * minute, vec![]);
+        assert_eq!(delegation_time(subnet), leb128(10), "a fresh delegation is kept");
+        // A network whose start time lies months behind its wall clock.
+        let later = 10 + 300 * 24 * 60 * minute;
+        subnet.certify(later, vec![]);
+        assert_eq!(delegation_time(subnet), leb128(later));
+        assert_eq!(
+            delegation_time(&network.subnets()[1]),
+            leb128(10),
+            "each subnet at its own certification"
+        );
     }
 
     #[test]
