@@ -8,25 +8,35 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::cli::SweepArgs;
 use crate::engines::{EngineFactory, TimeStep};
 use crate::load::{self, Load};
 use crate::scenario::Topology;
 
-impl SweepArgs {
-    /// How a job retries, with `--retry`: up to 10 attempts.
-    pub fn retry_policy(&self) -> Option<RetryPolicy> {
-        self.retry.then_some(RetryPolicy {
-            max_attempts: 10,
-            backoff_ms: self.backoff_ms,
-            idempotent: self.idempotent,
-        })
-    }
+/// What a sweep runs: every combination of its lists, each `repeat` times
+/// on a fresh deployment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    pub topologies: Vec<Topology>,
+    pub strategies: Vec<Strategy>,
+    /// Windows (bounded) and batch sizes (batched); the other strategies
+    /// take none.
+    pub k: Vec<u64>,
+    /// Pings per plan.
+    pub calls: Vec<u64>,
+    pub callers: Vec<u64>,
+    /// Plans each caller runs at once.
+    pub plans: Vec<u64>,
+    /// Subnets the callers are spread over.
+    pub caller_subnets: u64,
+    pub callees: u64,
+    pub wait: Wait,
+    pub repeat: u64,
+    pub time_step: TimeStep,
+    /// How a plan's job retries; `None`: plans run once, without a job.
+    pub retry: Option<RetryPolicy>,
+}
 
-    pub fn time_step(&self) -> TimeStep {
-        TimeStep(self.time_step_ns)
-    }
-
+impl Grid {
     /// Every load, in a stable order.
     fn loads(&self) -> Vec<Load> {
         let caller_subnets = self.caller_subnets;
@@ -118,7 +128,7 @@ impl Row {
 /// Runs the sweep; `progress` is told after every run.
 pub fn run(
     factory: &EngineFactory,
-    spec: &SweepArgs,
+    spec: &Grid,
     wasms: &CanisterWasms,
     mut progress: impl FnMut(),
 ) -> Result<Vec<Row>> {
@@ -129,10 +139,10 @@ pub fn run(
         let mut walls = vec![];
         let mut first = None;
         for _ in 0..spec.repeat.max(1) {
-            let mut engine = factory.start(load.subnets(topology), spec.time_step())?;
+            let mut engine = factory.start(load.subnets(topology), spec.time_step)?;
             let deployment = load::deploy(engine.as_mut(), topology, load, callees, wasms)?;
             let plan = Plan { callees: (callees > 1).then(|| deployment.callees.clone()), ..plan.clone() };
-            let run = load::run(engine.as_mut(), &deployment, load, &plan, spec.retry_policy())?;
+            let run = load::run(engine.as_mut(), &deployment, load, &plan, spec.retry)?;
             walls.push(run.wall);
             first.get_or_insert(run);
             progress();
@@ -154,7 +164,7 @@ pub fn run(
             wall_ms: ms(percentile(&mut walls, 50)),
             k,
             wait: spec.wait,
-            retry: spec.retry,
+            retry: spec.retry.is_some(),
             callees: spec.callees,
             caller_instructions: instructions,
             instructions_per_ping: if requested == 0 { 0.0 } else { instructions as f64 / requested as f64 },
@@ -162,7 +172,7 @@ pub fn run(
             cycles: u64::try_from(run.cycles).unwrap_or(u64::MAX),
             failures,
             peak_in_flight: run.reports.iter().map(|r| r.peak_in_flight).max().unwrap_or(0),
-            time_step: spec.time_step_ns,
+            time_step: spec.time_step.0,
             wall_ms_p95: ms(percentile(&mut walls, 95)),
         });
     }
@@ -184,10 +194,10 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
-    fn spec(args: &str) -> SweepArgs {
+    fn spec(args: &str) -> Grid {
         let args = ["multi_subnet", "sweep"].into_iter().chain(args.split_whitespace());
         let Some(Command::Sweep(sweep)) = Cli::try_parse_from(args).unwrap().command else { unreachable!() };
-        *sweep
+        sweep.grid()
     }
 
     #[test]

@@ -5,7 +5,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use std::path::PathBuf;
 
-use interface::{Strategy, Wait};
+use interface::{RetryPolicy, Strategy, Wait};
 
 use crate::baseline::{Baseline, Comparison};
 use crate::charts;
@@ -111,6 +111,29 @@ fn noise_threshold(text: &str) -> std::result::Result<f64, String> {
 }
 
 impl SweepArgs {
+    /// What the flags ask the sweep to run.
+    pub fn grid(&self) -> sweep::Grid {
+        sweep::Grid {
+            topologies: self.topologies.clone(),
+            strategies: self.strategies.clone(),
+            k: self.k.clone(),
+            calls: self.calls.clone(),
+            callers: self.callers.clone(),
+            plans: self.plans.clone(),
+            caller_subnets: self.caller_subnets,
+            callees: self.callees,
+            wait: self.wait,
+            repeat: self.repeat,
+            time_step: TimeStep(self.time_step_ns),
+            // Up to 10 attempts.
+            retry: self.retry.then_some(RetryPolicy {
+                max_attempts: 10,
+                backoff_ms: self.backoff_ms,
+                idempotent: self.idempotent,
+            }),
+        }
+    }
+
     /// Runs the sweep on the engine `--engine` resolves to.
     pub fn report(&self) -> Result<SweepReport> {
         self.report_on(&self.engine.resolve()?.factory)
@@ -127,11 +150,12 @@ impl SweepArgs {
             );
         }
         let wasms = canister_wasm::caller_and_callee()?;
-        let progress = ProgressBar::new(self.combinations().len() as u64 * self.repeat.max(1))
+        let grid = self.grid();
+        let progress = ProgressBar::new(grid.combinations().len() as u64 * self.repeat.max(1))
             .with_finish(ProgressFinish::AndClear);
         progress
             .set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}").expect("valid"));
-        let runs = sweep::run(factory, self, &wasms, || progress.inc(1))?;
+        let runs = sweep::run(factory, &grid, &wasms, || progress.inc(1))?;
         progress.finish_and_clear();
         Ok(SweepReport {
             engine: factory.kind(),
