@@ -98,10 +98,27 @@ fn request_limits_within_their_ranges() {
 
 /// SIGINT or SIGTERM: the server stops within 10 s, exits 0 and removes
 /// the files that said it was serving.
+/// Signalled the moment its port file is written, 50 times over, with
+/// both cores kept busy meanwhile: a server catches SIGINT and SIGTERM
+/// before it announces itself (icp-cli stops its launcher with SIGINT as
+/// soon as it has started), exits 0 and leaves no file behind.
 #[test]
 fn servers_stop_on_sigint_and_sigterm_and_remove_their_files() {
+    use std::sync::atomic::{AtomicBool, Ordering};
     use wait_timeout::ChildExt;
-    for (command, signal) in [("network", "INT"), ("network", "TERM"), ("serve", "INT"), ("serve", "TERM")] {
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let load: Vec<_> = (0..2)
+        .map(|_| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let cases = [("network", "INT"), ("network", "TERM"), ("serve", "INT"), ("serve", "TERM")];
+    for (command, signal) in cases.into_iter().cycle().take(50) {
         let dir = tempfile::tempdir().unwrap();
         let port_file = dir.path().join("port");
         let status_file = dir.path().join("status.json");
@@ -117,7 +134,7 @@ fn servers_stop_on_sigint_and_sigterm_and_remove_their_files() {
         let started = Instant::now();
         while std::fs::read_to_string(&port_file).map_or(true, |port| !port.ends_with('\n')) {
             assert!(started.elapsed() < Duration::from_secs(60), "{command} never wrote its port file");
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_micros(200));
         }
         let killed = Command::new("kill").args([&format!("-{signal}"), &server.id().to_string()]).status();
         assert!(killed.unwrap().success());
@@ -129,6 +146,8 @@ fn servers_stop_on_sigint_and_sigterm_and_remove_their_files() {
         assert!(status.success(), "{command} after SIG{signal}: {status}");
         assert!(!port_file.exists() && !status_file.exists(), "{command} leaves no port or status file");
     }
+    done.store(true, Ordering::Relaxed);
+    load.into_iter().for_each(|thread| thread.join().unwrap());
 }
 
 #[test]

@@ -636,18 +636,58 @@ fn in_chromium_the_candid_ui_calls_the_caller_and_the_live_view_shows_500_slots(
 /// driving Debian's Chromium, both of which `scripts/setup.sh` installs.
 /// What the script printed, as JSON.
 fn in_chromium(script: &str, args: &[&str]) -> serde_json::Value {
-    let playwright = root().join(".tools/node_modules/playwright-core/index.mjs");
+    node("browser", script, ("PLAYWRIGHT_CORE", "playwright-core/index.mjs"), args)
+}
+
+/// Runs `tests/<dir>/<script>` with node, the npm package file `package`
+/// (installed by `scripts/setup.sh` under .tools) named in the variable
+/// `package.0`; what the script printed, as JSON.
+fn node(dir: &str, script: &str, package: (&str, &str), args: &[&str]) -> serde_json::Value {
+    let installed = root().join(".tools/node_modules").join(package.1);
     assert!(
-        playwright.is_file(),
-        "playwright-core is not installed: run scripts/setup.sh (scripts/test.sh does)"
+        installed.exists(),
+        "{} is not installed: run scripts/setup.sh (scripts/test.sh does)",
+        package.1
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser").join(script);
-    let output =
-        Command::new("node").arg(&script).args(args).env("PLAYWRIGHT_CORE", playwright).output().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir).join(script);
+    let output = Command::new("node").arg(&script).args(args).env(package.0, installed).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{}: {stderr}", script.display());
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+/// A JavaScript app's first requests to a network just started, with no
+/// update before them: agent-js queries the ICP ledger (checking the
+/// response's signature against node keys it reads from a certificate),
+/// then reads and verifies `/time`. Agents refuse a certificate older
+/// than 5 minutes and a root delegation older than 30 days, so both must
+/// follow the wall clock, not the simulator's start time; again after
+/// the network has idled a minute.
+#[test]
+fn agent_js_queries_and_reads_the_state_of_a_fresh_network_and_of_an_idle_one() {
+    let network = Network::start(2);
+    let url = format!("http://127.0.0.1:{}", network.port);
+    let root_key = network.status["root_key"].as_str().unwrap();
+    let read = || {
+        node(
+            "js",
+            "agent_js_first_requests.mjs",
+            ("AGENT_JS", "@icp-sdk/core"),
+            &[&url, root_key, "ryjl3-tyaaa-aaaaa-aaaba-cai"],
+        )
+    };
+    let fresh = read();
+    std::thread::sleep(Duration::from_secs(60));
+    let idle = read();
+    for (when, read) in [("fresh", fresh), ("idle for 60 s", idle)] {
+        assert_eq!(read["symbol"], "ICP", "{when}: {read}");
+        let behind = read["now_ms"].as_i64().unwrap() - read["certified_time_ms"].as_i64().unwrap();
+        assert!(
+            (-1_000..5_000).contains(&behind),
+            "{when}: the certified time is {behind} ms behind: {read}"
+        );
+    }
 }
 
 #[test]
