@@ -1,7 +1,9 @@
 //! The wire and API types that the caller, the callee and the harness share:
 //! plans and how jobs retry them, reports and failure kinds, the callee's
-//! batches and their acknowledgements, and the limits. No ic-cdk, so the
-//! harness links this instead of a canister.
+//! batches and their acknowledgements, and the limits. Nothing here calls
+//! the system API, so the harness links this natively instead of a
+//! canister; it shares ic-fanout's vocabulary of refusals and retries (and
+//! so links ic-cdk, whose types those name).
 //!
 //! The wire types (those that derive `CandidType`) keep their Rust doc
 //! comments few and short, and are documented in the canisters' `.did`
