@@ -7,9 +7,6 @@ use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
 
-use crate::engines::TimeStep;
-use crate::rounds::RoundsToComplete;
-
 /// Rounds an XNet message takes from the round that sends it to the round
 /// that inducts it: "about that of an ingress message, about 2 consensus
 /// rounds" (DFINITY, forum.dfinity.org/t/communication-between-subnets/1766),
@@ -21,6 +18,20 @@ pub const MAINNET_XNET_LATENCY_ROUNDS: u64 = 2;
 /// About one block a second on application subnets (the same threads; less
 /// after the notarization-delay reductions of forum thread 35956).
 pub const MAINNET_ROUND_SECONDS: f64 = 1.0;
+
+/// How far IC time moves per round, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct TimeStep(pub u64);
+
+impl TimeStep {
+    /// PocketIC's own: 1 ns per round.
+    pub const POCKET_IC: TimeStep = TimeStep(1);
+    /// Mainnet-like: about a second per round.
+    pub const ONE_SECOND: TimeStep = TimeStep(1_000_000_000);
+    /// The largest step the harness takes: an hour of IC time per round.
+    pub const MAX: TimeStep = TimeStep(3_600 * 1_000_000_000);
+}
 
 /// Which rounds a run counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -85,10 +96,10 @@ impl Profile {
     }
 
     /// What `rounds` would take on mainnet, under the mainnet profile.
-    pub fn mainnet_seconds(self, rounds: RoundsToComplete) -> Option<f64> {
+    pub fn mainnet_seconds(self, rounds: u64) -> Option<f64> {
         match self {
             Profile::PocketIc => None,
-            Profile::Mainnet { round_seconds, .. } => Some(rounds.0 as f64 * round_seconds),
+            Profile::Mainnet { round_seconds, .. } => Some(rounds as f64 * round_seconds),
         }
     }
 }
@@ -115,8 +126,8 @@ mod tests {
     #[test]
     fn mainnet_seconds_are_rounds_times_the_round_duration_and_only_on_mainnet() {
         let mainnet = Profile::Mainnet { xnet_latency_rounds: 2, round_seconds: 0.5 };
-        assert_eq!(mainnet.mainnet_seconds(RoundsToComplete(361)), Some(180.5));
-        assert_eq!(Profile::PocketIc.mainnet_seconds(RoundsToComplete(361)), None);
+        assert_eq!(mainnet.mainnet_seconds(361), Some(180.5));
+        assert_eq!(Profile::PocketIc.mainnet_seconds(361), None);
         assert_eq!(mainnet.time_step(), TimeStep(500_000_000));
         assert_eq!((Profile::PocketIc.xnet_latency_rounds(), Profile::MAINNET.xnet_latency_rounds()), (0, 2));
     }

@@ -68,7 +68,7 @@ pub(crate) fn example_runs(
     for &n in calls {
         for strategy in [Strategy::Sequential, Strategy::Parallel] {
             let run = scenario::run(engine, &deployment, strategy, n)?;
-            runs.push(Run { mainnet_seconds: profile.mainnet_seconds(run.rounds), ..run });
+            runs.push(Run { mainnet_seconds: profile.mainnet_seconds(run.rounds.0), ..run });
         }
     }
     Ok(runs)

@@ -8,6 +8,7 @@ pub mod sim;
 use anyhow::Result;
 
 use crate::profile::Profile;
+pub use crate::profile::TimeStep;
 use candid::Principal;
 pub use ic_error_types::RejectCode;
 use serde::Serialize;
@@ -29,20 +30,6 @@ impl fmt::Display for EngineKind {
             EngineKind::Sim => "sim",
         })
     }
-}
-
-/// How far IC time moves per round, in ns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct TimeStep(pub u64);
-
-impl TimeStep {
-    /// PocketIC's own: 1 ns per round.
-    pub const POCKET_IC: TimeStep = TimeStep(1);
-    /// Mainnet-like: about a second per round.
-    pub const ONE_SECOND: TimeStep = TimeStep(1_000_000_000);
-    /// The largest step the harness takes: an hour of IC time per round.
-    pub const MAX: TimeStep = TimeStep(3_600 * 1_000_000_000);
 }
 
 /// Which engine to use, as chosen on the command line.
