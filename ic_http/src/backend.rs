@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// cannot decode it: it is reported as transient.
 pub(crate) fn response(reject: Reject) -> RejectResponse {
     RejectResponse {
-        reject_code: RejectCode::try_from(reject.code as u64).unwrap_or(RejectCode::SysTransient),
+        reject_code: RejectCode::try_from(reject.code() as u64).unwrap_or(RejectCode::SysTransient),
         reject_message: reject.message,
         error_code: Some(reject.error_code.to_string()),
     }

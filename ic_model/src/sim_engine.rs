@@ -1,5 +1,6 @@
-//! The simulator as the IC model's engine, its failures classified with
-//! the reject and error codes the replica gives for the same failures.
+//! The simulator as the IC model's engine. Its rejects are the model's
+//! (`ic_reject::Reject`), made with the replica's error codes where they
+//! arise; its refusals ([`SimError`]) are given the replica's codes here.
 
 use candid::Principal;
 use ic_error_types::ErrorCode;
@@ -44,7 +45,7 @@ pub fn reject_of_error(e: SimError) -> Reject {
         E::NoSuchSubnet { .. } => ErrorCode::SubnetNotFound,
         E::NotAController { .. } => ErrorCode::CanisterInvalidController,
         E::InvalidWasm(_) => ErrorCode::CanisterInvalidWasm,
-        E::InstallTrapped { .. } => ErrorCode::CanisterCalledTrap,
+        E::InstallTrapped { code, .. } => *code,
         E::NoCodeToUpgrade(_) => ErrorCode::CanisterWasmModuleNotFound,
         E::NotStopped(_) | E::OpenCallContexts(_) => ErrorCode::CanisterNotStopped,
         E::DidNotStop { .. } => ErrorCode::StopCanisterRequestTimeout,
@@ -53,30 +54,6 @@ pub fn reject_of_error(e: SimError) -> Reject {
         E::IdTaken(_) => ErrorCode::CanisterIdAlreadyExists,
     };
     Reject::new(error_code, e.to_string())
-}
-
-/// A reject of the simulator's message execution, with the error code the
-/// replica gives most often for its reject code (the simulator's rejects
-/// carry none).
-pub fn reject_of(r: sim::Reject) -> Reject {
-    let error_code = match r.code {
-        sim::RejectCode::SysFatal => ErrorCode::SubnetOversubscribed,
-        sim::RejectCode::SysTransient => ErrorCode::CanisterQueueFull,
-        sim::RejectCode::DestinationInvalid => ErrorCode::CanisterNotFound,
-        sim::RejectCode::CanisterReject => ErrorCode::CanisterRejectedMessage,
-        // The simulator names a missing method in its message, as the
-        // replica does; tools tell it from a trap by its code (icp-cli
-        // probes `http_request` to find a frontend).
-        sim::RejectCode::CanisterError if is_missing_method(&r.message) => ErrorCode::CanisterMethodNotFound,
-        sim::RejectCode::CanisterError => ErrorCode::CanisterCalledTrap,
-        sim::RejectCode::SysUnknown => ErrorCode::DeadlineExpired,
-    };
-    Reject::new(error_code, r.message)
-}
-
-fn is_missing_method(message: &str) -> bool {
-    message.starts_with("Canister ")
-        && (message.contains(" has no update method '") || message.contains(" has no query method '"))
 }
 
 /// What of `settings` the simulator keeps and enforces (checked already by
@@ -116,11 +93,11 @@ impl Engine for Sim {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<u64, Reject> {
-        Sim::submit_call(self, canister, sender, method, arg).map(|id| id.0).map_err(reject_of)
+        Sim::submit_call(self, canister, sender, method, arg).map(|id| id.0)
     }
 
     fn ingress_status(&self, id: u64) -> Option<Result<Vec<u8>, Reject>> {
-        Some(Sim::ingress_status(self, sim::MessageId(id))?.map_err(reject_of))
+        Sim::ingress_status(self, sim::MessageId(id))
     }
 
     fn forget_ingress(&mut self, id: u64) -> bool {
@@ -135,7 +112,7 @@ impl Engine for Sim {
         arg: Vec<u8>,
         data_certificate: Option<Vec<u8>>,
     ) -> Result<Vec<u8>, Reject> {
-        self.query_call_certified(canister, sender, method, arg, data_certificate).map_err(reject_of)
+        self.query_call_certified(canister, sender, method, arg, data_certificate)
     }
 
     fn busy(&self) -> bool {
@@ -315,7 +292,6 @@ impl Engine for Sim {
     }
 
     fn answer_call(&mut self, id: u64, result: Result<Vec<u8>, Reject>, accepted_cycles: u128) {
-        let result = result.map_err(|reject| sim::Reject { code: reject.code, message: reject.message });
         self.answer_outside(id, result, accepted_cycles);
     }
 }
@@ -431,12 +407,30 @@ mod tests {
         assert_eq!(fetch(&mut ic, stranger, None).unwrap(), records);
     }
 
+    /// The model passes the simulator's rejects on as they were made: a
+    /// trap whose message reads like a missing method is still a trap.
     #[test]
-    fn a_missing_method_is_told_from_a_trap() {
-        let reject =
-            |message: &str| sim::Reject { code: sim::RejectCode::CanisterError, message: message.into() };
-        let missing = reject_of(reject("Canister x has no update method 'http_request'"));
-        assert_eq!(missing.error_code, ErrorCode::CanisterMethodNotFound);
-        assert_eq!(reject_of(reject("Canister x trapped: oops")).error_code, ErrorCode::CanisterCalledTrap);
+    fn a_missing_method_is_told_from_a_trap_by_its_code_not_its_text() {
+        let mut sim = Sim::builder().with_subnet().build();
+        let owner = Principal::anonymous();
+        let canister = sim.create_canister(0, vec![owner]).unwrap();
+        let wasm = wat::parse_str(
+            r#"(module
+                (import "ic0" "trap" (func $trap (param i32 i32)))
+                (memory 1)
+                (data (i32.const 0) "Canister x has no update method 'y'")
+                (func (export "canister_update mimic") (call $trap (i32.const 0) (i32.const 35))))"#,
+        )
+        .unwrap();
+        sim.install_canister(canister, &wasm, vec![], owner).unwrap();
+        let mut outcome = |method: &str| {
+            let id = Engine::submit_call(&mut sim, canister, owner, method, vec![]).unwrap();
+            Engine::execute_round(&mut sim);
+            Engine::ingress_status(&sim, id).expect("answered").unwrap_err()
+        };
+        assert_eq!(outcome("y").error_code, ErrorCode::CanisterMethodNotFound);
+        let mimic = outcome("mimic");
+        assert!(mimic.message.contains("has no update method 'y'"), "{mimic:?}");
+        assert_eq!(mimic.error_code, ErrorCode::CanisterCalledTrap);
     }
 }

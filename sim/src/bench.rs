@@ -58,7 +58,7 @@ impl FloorCanister {
     /// Replays the next `n` executions (all that are left if fewer).
     pub fn replay(&mut self, n: usize) -> Result<(), ReplayTrapped> {
         for recorded in self.trace.by_ref().take(n) {
-            self.replayer.replay(recorded).map_err(|trap| ReplayTrapped(trap.0))?;
+            self.replayer.replay(recorded).map_err(|trap| ReplayTrapped(trap.message))?;
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ use wasmi::{
     Nullable, Ref, Store, Table, TrapCode, Val, ValType,
 };
 
+use crate::message::ErrorCode;
 use crate::metering;
 use crate::module::{self, COUNTER_EXPORT, GROW_IMPORT, MEMORY_EXPORT, TABLE_EXPORT, WasmError};
 use crate::system_api::{self, CanisterTrap, SystemState, TapeEvent};
@@ -311,7 +312,10 @@ impl Code {
         let result = match entry {
             Entry::Export(name) => match self.instance.get_func(&*store, name) {
                 Some(func) => func.call(&mut *store, &[], &mut []),
-                None => Err(Error::host(CanisterTrap(format!("the module does not export {name:?}")))),
+                None => Err(Error::host(CanisterTrap::new(
+                    ErrorCode::CanisterMethodNotFound,
+                    format!("the module does not export {name:?}"),
+                ))),
             },
             Entry::Callback { fun, env } => match self.callback(&*store, *fun) {
                 // The callback takes its `env` as the spec's `I`.
@@ -333,10 +337,11 @@ impl Code {
     }
 
     fn callback(&self, store: impl AsContext, index: u64) -> Result<wasmi::Func, CanisterTrap> {
-        let table = self.table.ok_or_else(|| CanisterTrap("callback: the module has no table".into()))?;
+        let not_found = |message: String| CanisterTrap::new(ErrorCode::CanisterFunctionNotFound, message);
+        let table = self.table.ok_or_else(|| not_found("callback: the module has no table".into()))?;
         match table.get(store, index) {
             Some(Ref::Func(Nullable::Val(func))) => Ok(func),
-            _ => Err(CanisterTrap(format!("callback: no function at table index {index}"))),
+            _ => Err(not_found(format!("callback: no function at table index {index}"))),
         }
     }
 
@@ -433,7 +438,10 @@ pub const CANNOT_GROW: &str = "Canister cannot grow its memory usage.";
 
 /// The replica's message for a message that ran out of instructions.
 pub fn out_of_instructions(limit: u64) -> CanisterTrap {
-    CanisterTrap(format!("Canister exceeded the limit of {limit} instructions for single message execution."))
+    CanisterTrap::new(
+        ErrorCode::CanisterInstructionLimitExceeded,
+        format!("Canister exceeded the limit of {limit} instructions for single message execution."),
+    )
 }
 
 /// `exhausted`: the counter is negative, so the `unreachable` the metering
@@ -444,8 +452,11 @@ fn describe_trap(error: Error, limit: u64, exhausted: bool) -> CanisterTrap {
     }
     match error.as_trap_code() {
         Some(TrapCode::UnreachableCodeReached) if exhausted => out_of_instructions(limit),
-        Some(code) => CanisterTrap(format!("Canister trapped: {}", replica_trap_code(code))),
-        None => CanisterTrap(format!("Canister trapped: {error}")),
+        Some(code) => CanisterTrap::new(
+            ErrorCode::CanisterTrapped,
+            format!("Canister trapped: {}", replica_trap_code(code)),
+        ),
+        None => CanisterTrap::new(ErrorCode::CanisterTrapped, format!("Canister trapped: {error}")),
     }
 }
 

@@ -76,7 +76,7 @@ mod validation;
 
 pub use cycles::CANISTER_CREATION_FEE;
 pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
-pub use message::{MessageId, Reject, RejectCode};
+pub use message::{ErrorCode, MessageId, Reject, RejectCode};
 pub use module::is_memory64;
 pub use persist::{RestoreError, SaveError, SavedSim};
 pub use sim::{

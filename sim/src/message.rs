@@ -1,24 +1,9 @@
-//! The IC's message vocabulary: requests, responses, reject codes.
+//! The IC's message vocabulary: requests, responses, rejects (with the
+//! replica's error codes).
 
 use candid::Principal;
-pub use ic_error_types::RejectCode;
+pub use ic_reject::{ErrorCode, Reject, RejectCode};
 use serde::{Deserialize, Serialize};
-use std::fmt;
-
-/// A reject: code and message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reject {
-    /// Why, for programs: the interface specification's reject code.
-    pub code: RejectCode,
-    /// Why, for people.
-    pub message: String,
-}
-
-impl fmt::Display for Reject {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}): {}", self.code, self.code as u32, self.message)
-    }
-}
 
 /// What a call context answers with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,8 +13,9 @@ pub enum Payload {
 }
 
 impl Payload {
-    pub fn reject(code: RejectCode, message: impl Into<String>) -> Self {
-        Payload::Reject(Reject { code, message: message.into() })
+    /// A reject with the replica's error code (which implies its reject code).
+    pub fn reject(error_code: ErrorCode, message: impl Into<String>) -> Self {
+        Payload::Reject(Reject::new(error_code, message))
     }
 
     pub fn size(&self) -> usize {

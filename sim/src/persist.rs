@@ -42,7 +42,7 @@ struct SavedModule {
 impl SavedSim {
     /// The version of this layout, for the header of a file that holds one:
     /// bumped whenever any saved type changes.
-    pub const FORMAT: u32 = 3;
+    pub const FORMAT: u32 = 4;
 }
 
 /// Why a simulator could not be saved.

@@ -64,7 +64,7 @@ where
 
 /// A reject of the IC model's, as PocketIC reports one.
 pub fn pocket_ic_reject(r: ic_model::Reject) -> RejectResponse {
-    let reject_code = RejectCode::try_from(r.code as u64).unwrap_or(RejectCode::CanisterError);
+    let reject_code = RejectCode::try_from(r.code() as u64).unwrap_or(RejectCode::CanisterError);
     let error_code = ErrorCode::try_from(r.error_code as u64).unwrap_or(ErrorCode::CanisterCalledTrap);
     RejectResponse { reject_code, reject_message: r.message, error_code, certified: true }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{Canister, CanisterStatus, Output};
 use crate::cycles;
 use crate::message::{
-    CallContextId, CallbackId, Message, MessageId, Payload, Reject, RejectCode, Request, Response,
+    CallContextId, CallbackId, ErrorCode, Message, MessageId, Payload, Reject, Request, Response,
 };
 use crate::system_api::PerformedCall;
 
@@ -70,7 +70,7 @@ impl Canister {
                 continue;
             }
             callback.expired = true;
-            let payload = Payload::reject(RejectCode::SysUnknown, "Call deadline has expired.");
+            let payload = Payload::reject(ErrorCode::DeadlineExpired, "Call deadline has expired.");
             self.queue.push_back(Message::Response(Response {
                 originator: self.id,
                 callback: id,
@@ -170,9 +170,9 @@ impl Canister {
         if self.call_contexts[&id].outstanding > 0 {
             return vec![];
         }
-        let reject = trap.unwrap_or_else(|| Reject {
-            code: RejectCode::CanisterError,
-            message: format!("Canister {} did not produce a response", self.id),
+        let reject = trap.unwrap_or_else(|| {
+            let message = format!("Canister {} did not produce a response", self.id);
+            Reject::new(ErrorCode::CanisterDidNotReply, message)
         });
         let outputs = self.respond(id, Payload::Reject(reject));
         self.call_contexts.remove(&id);

@@ -8,7 +8,7 @@ use wasmi::{Engine, Store};
 use super::rollback::Installed;
 use super::{Canister, Output};
 use crate::code::{Code, CompiledModule, Entry, Snapshot};
-use crate::message::{CallContextId, Message, Payload, RejectCode};
+use crate::message::{CallContextId, ErrorCode, Message, Payload};
 use crate::module::START_EXPORT;
 use crate::sim::SimError;
 use crate::stable::StableMemory;
@@ -61,12 +61,17 @@ impl Canister {
             return Err(e);
         }
         // A reinstall ends every open call context: their callers are
-        // told, and the slots their calls held are free.
+        // told, and the slots their calls held are free. They get
+        // CANISTER_ERROR, as a call context closed without a reply
+        // (IC0506); the replica's uninstall answers CANISTER_REJECT
+        // (IC0406, "Canister has been uninstalled.").
         let ids: Vec<CallContextId> = self.call_contexts.keys().copied().collect();
         let reinstalled = format!("Canister {} was reinstalled", self.id);
         let mut outputs = vec![];
         for id in ids {
-            outputs.extend(self.respond(id, Payload::reject(RejectCode::CanisterError, reinstalled.clone())));
+            outputs.extend(
+                self.respond(id, Payload::reject(ErrorCode::CanisterDidNotReply, reinstalled.clone())),
+            );
         }
         self.call_contexts.clear();
         self.callbacks.clear();
@@ -177,7 +182,11 @@ impl Canister {
         let context = MessageContext::new(kind, caller, String::new(), arg, time);
         let ran = self.run(Entry::Export(export.into()), context);
         self.stats.record(export, ran.instructions, ran.outcome.is_err());
-        let effects = ran.outcome.map_err(|trap| SimError::InstallTrapped { hook: export, trap: trap.0 })?;
+        let effects = ran.outcome.map_err(|trap| SimError::InstallTrapped {
+            hook: export,
+            trap: trap.message,
+            code: trap.code,
+        })?;
         self.commit(effects, None, export, time);
         Ok(())
     }

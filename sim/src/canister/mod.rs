@@ -16,7 +16,7 @@ use wasmi::{Engine, Store};
 use crate::code::{Entry, Recorded};
 use crate::cycles;
 use crate::message::{
-    CallContextId, CallbackId, Ingress, Message, MessageId, Payload, Reject, RejectCode, Request, Response,
+    CallContextId, CallbackId, ErrorCode, Ingress, Message, MessageId, Payload, Reject, Request, Response,
 };
 use crate::sim::TrapInjector;
 use crate::stats::CanisterStats;
@@ -205,21 +205,28 @@ impl Canister {
 
     /// Why a call to `method` cannot start, if it cannot.
     fn refusal(&self, method: &str) -> Option<Reject> {
-        let message = match self.status {
-            CanisterStatus::Stopping => format!("Canister {} is stopping", self.id),
-            CanisterStatus::Stopped => format!("Canister {} is stopped", self.id),
+        let (error_code, message) = match self.status {
+            CanisterStatus::Stopping => {
+                (ErrorCode::CanisterStopping, format!("Canister {} is stopping", self.id))
+            }
+            CanisterStatus::Stopped => {
+                (ErrorCode::CanisterStopped, format!("Canister {} is stopped", self.id))
+            }
             CanisterStatus::Running if self.code.is_none() => {
-                format!("Canister {} has no wasm module", self.id)
+                (ErrorCode::CanisterWasmModuleNotFound, format!("Canister {} has no wasm module", self.id))
             }
             CanisterStatus::Running
                 if !self.exports(&format!("canister_update {method}"))
                     && !self.exports(&format!("canister_query {method}")) =>
             {
-                format!("Canister {} has no update method '{method}'", self.id)
+                (
+                    ErrorCode::CanisterMethodNotFound,
+                    format!("Canister {} has no update method '{method}'", self.id),
+                )
             }
             CanisterStatus::Running => return None,
         };
-        Some(Reject { code: RejectCode::CanisterError, message })
+        Some(Reject::new(error_code, message))
     }
 
     fn execute_ingress(&mut self, m: Ingress, time: u64) -> Executed {
@@ -250,7 +257,7 @@ impl Canister {
             // As if it trapped on its first instruction: nothing to roll back.
             self.stats.record(method, 0, true);
             let message = format!("Error from Canister {}: Canister trapped: injected fault", self.id);
-            let trap = Reject { code: RejectCode::CanisterError, message };
+            let trap = Reject::new(ErrorCode::CanisterTrapped, message);
             return Executed { outputs: self.close_if_done(id, Some(trap)), instructions: 0 };
         }
         let update = format!("canister_update {method}");
@@ -300,8 +307,8 @@ impl Canister {
         let (kind, (fun, env), arg, reject) = match r.payload {
             Payload::Reply(data) => (EntryKind::ReplyCallback, callback.reply, data, None),
             Payload::Reject(reject) => {
-                self.stats.rejects_received.add(reject.code);
-                (EntryKind::RejectCallback, callback.reject, vec![], Some((reject.code, reject.message)))
+                self.stats.rejects_received.add(reject.code());
+                (EntryKind::RejectCallback, callback.reject, vec![], Some((reject.code(), reject.message)))
             }
         };
         let mut context = MessageContext::new(kind, caller, String::new(), arg, time);
@@ -354,7 +361,7 @@ impl Canister {
             Ok(effects) => (self.commit(effects, Some(id), label, time), None),
             Err(trap) => {
                 let message = format!("Error from Canister {}: {trap}", self.id);
-                (vec![], Some(Reject { code: RejectCode::CanisterError, message }))
+                (vec![], Some(Reject::new(trap.code, message)))
             }
         };
         if !prepaid {

@@ -4,7 +4,7 @@ use candid::Principal;
 
 use super::{Canister, CanisterStatus};
 use crate::code::Entry;
-use crate::message::{Payload, Reject, RejectCode};
+use crate::message::{ErrorCode, Payload, Reject};
 use crate::system_api::{Effects, EntryKind, MessageContext};
 
 impl Canister {
@@ -22,22 +22,20 @@ impl Canister {
         if self.status == CanisterStatus::Stopped {
             let message =
                 format!("Canister {} is stopped and therefore does not have a CallContextManager", self.id);
-            return Payload::reject(RejectCode::CanisterError, message);
+            return Payload::reject(ErrorCode::CanisterStopped, message);
         }
         let export = format!("canister_query {method}");
         if !self.exports(&export) {
             let message = format!("Canister {} has no query method '{method}'", self.id);
-            return Payload::reject(RejectCode::CanisterError, message);
+            return Payload::reject(ErrorCode::CanisterMethodNotFound, message);
         }
         let mut context = MessageContext::new(EntryKind::Query, sender, method.into(), arg, time);
         context.data_certificate = data_certificate;
         match self.run_keeping(Entry::Export(export), context, false).outcome {
-            Err(trap) => {
-                Payload::reject(RejectCode::CanisterError, format!("Error from Canister {}: {trap}", self.id))
-            }
+            Err(trap) => Payload::reject(trap.code, format!("Error from Canister {}: {trap}", self.id)),
             Ok(Effects { response: Some(payload), .. }) => payload,
             Ok(_) => Payload::reject(
-                RejectCode::CanisterError,
+                ErrorCode::CanisterDidNotReply,
                 format!("Canister {} did not produce a response", self.id),
             ),
         }
@@ -56,14 +54,17 @@ impl Canister {
             return Ok(());
         }
         let context = MessageContext::new(EntryKind::InspectMessage, sender, method.into(), arg, time);
-        let message = match self
+        let (error_code, message) = match self
             .run_keeping(Entry::Export("canister_inspect_message".into()), context, false)
             .outcome
         {
-            Err(trap) => format!("canister_inspect_message trapped: {trap}"),
+            Err(trap) => (trap.code, format!("canister_inspect_message trapped: {trap}")),
             Ok(effects) if effects.accepted => return Ok(()),
-            Ok(_) => format!("Canister {} did not accept the message", self.id),
+            Ok(_) => (
+                ErrorCode::CanisterRejectedMessage,
+                format!("Canister {} did not accept the message", self.id),
+            ),
         };
-        Err(Reject { code: RejectCode::CanisterReject, message })
+        Err(Reject::new(error_code, message))
     }
 }

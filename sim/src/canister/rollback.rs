@@ -4,7 +4,7 @@ use wasmi::Store;
 
 use super::{Canister, Output};
 use crate::code::{Code, Entry, Recorded, Replayer, Snapshot};
-use crate::message::CallContextId;
+use crate::message::{CallContextId, ErrorCode};
 use crate::system_api::{CanisterTrap, Effects, Execution, MessageContext, SystemState};
 
 /// A checkpoint is taken once the executions since the last one have run
@@ -73,7 +73,10 @@ impl Canister {
     /// inspection), from a copy; the effects are returned to be read.
     pub(super) fn run_keeping(&mut self, entry: Entry, mut context: MessageContext, keep: bool) -> Ran {
         let Some(installed) = self.code.as_mut() else {
-            let trap = CanisterTrap(format!("Canister {} has no wasm module", self.id));
+            let trap = CanisterTrap::new(
+                ErrorCode::CanisterWasmModuleNotFound,
+                format!("Canister {} has no wasm module", self.id),
+            );
             return Ran { outcome: Err(trap), instructions: 0 };
         };
         let discard_from = (!keep).then(|| installed.code.snapshot(&self.store));

@@ -44,6 +44,8 @@ pub enum SimError {
         hook: &'static str,
         /// The trap's message.
         trap: String,
+        /// The replica's error code for the trap.
+        code: crate::ErrorCode,
     },
     /// An upgrade needs code to upgrade from.
     #[error("canister {0} has no code to upgrade")]

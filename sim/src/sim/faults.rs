@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{InstallMode, Sim, SimError};
 use crate::canister::CanisterStatus;
-use crate::message::{Payload, RejectCode, Response};
+use crate::message::{ErrorCode, Payload, Response};
 
 /// Faults to inject with [`Sim::inject_faults`]. Rounds are tick numbers:
 /// round `r` is the tick after which [`Sim::ticks`] is `r`. The same faults
@@ -231,7 +231,7 @@ impl Sim {
             return response;
         }
         let payload =
-            Payload::reject(RejectCode::SysUnknown, "Response dropped: shed by the simulator's faults");
+            Payload::reject(ErrorCode::ResponseDropped, "Response dropped: shed by the simulator's faults");
         Response { payload, refund: 0, ..response }
     }
 }

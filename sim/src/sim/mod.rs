@@ -11,7 +11,7 @@ use crate::bench::{Recorded, Traced};
 use crate::canister::{Canister, CanisterStatus, InstallMode, Installation};
 use crate::code;
 use crate::host_memory::HostMemory;
-use crate::message::{Ingress, Message, MessageId, Payload, Reject, RejectCode};
+use crate::message::{ErrorCode, Ingress, Message, MessageId, Payload, Reject};
 use crate::stats::CanisterStats;
 use crate::system_api::{ApiLimits, Hosting, LogRecord, SystemState};
 
@@ -576,10 +576,8 @@ impl Sim {
                 return outcome;
             }
         }
-        Err(Reject {
-            code: RejectCode::SysUnknown,
-            message: format!("no answer to {method} after {UPDATE_CALL_ROUND_LIMIT} rounds"),
-        })
+        let message = format!("no answer to {method} after {UPDATE_CALL_ROUND_LIMIT} rounds");
+        Err(Reject::new(ErrorCode::IngressMessageTimeout, message))
     }
 
     /// Runs a query; nothing it does is kept. It reads no certificate

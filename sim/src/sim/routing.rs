@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use super::{IngressState, Sim};
 use crate::canister::Output;
-use crate::message::{Message, Payload, Reject, RejectCode, Response};
+use crate::message::{Message, Payload, Reject, Response};
 use crate::system_api;
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -117,7 +117,7 @@ pub fn canister_id(number: u64) -> Principal {
 
 /// What a message to a canister that does not exist gets.
 pub(super) fn not_found(id: Principal) -> Reject {
-    Reject { code: RejectCode::DestinationInvalid, message: format!("Canister {id} not found") }
+    Reject::canister_not_found(id)
 }
 
 /// The answer to a request too large to leave its subnet, if it is one.

@@ -3,7 +3,7 @@
 use candid::Principal;
 
 use crate::cycles;
-use crate::message::{Reject, RejectCode, Request};
+use crate::message::{ErrorCode, Reject, RejectCode, Request};
 use wasmi::Error;
 
 use super::linker::{Contexts, Registry, Word, def};
@@ -138,12 +138,12 @@ fn within_the_local_limit(call: &NewCall, size: u64) -> Result<(), Error> {
 /// returned 0, so the canister sees it in its reject callback.
 pub fn too_large_for_another_subnet(request: &Request) -> Option<Reject> {
     let size = request.method.len() + request.arg.len();
-    (size > MAX_INTER_CANISTER_PAYLOAD_IN_BYTES).then(|| Reject {
-        code: RejectCode::CanisterError,
-        message: format!(
+    (size > MAX_INTER_CANISTER_PAYLOAD_IN_BYTES).then(|| {
+        let message = format!(
             "Canister {} violated contract: attempted to send a message of size {size} exceeding the limit {MAX_INTER_CANISTER_PAYLOAD_IN_BYTES}",
             request.sender
-        ),
+        );
+        Reject::new(ErrorCode::CanisterContractViolation, message)
     })
 }
 

@@ -6,7 +6,8 @@ use wasmi::Error;
 
 use super::linker::{Contexts, Registry, Word, def};
 use super::memory::{copy_out, read, read_string, u128_of, write_u128};
-use super::{Ctx, EntryKind, trap};
+use super::{Ctx, EntryKind, trap, trap_with};
+use crate::message::ErrorCode;
 
 pub(super) fn register<I: Word>(r: &mut Registry) {
     def!(r, "canister_self_size", |c: Ctx<'_>| -> I { I::of_len(c.data().id.as_slice().len()) });
@@ -116,7 +117,10 @@ pub(super) fn register_wasm32_only(r: &mut Registry) {
 fn fits_64_bits(cycles: u128) -> Result<i64, Error> {
     match u64::try_from(cycles) {
         Ok(cycles) => Ok(cycles as i64),
-        Err(_) => trap("Canister trapped: cycles amount exceeds 64-bit representation"),
+        Err(_) => trap_with(
+            ErrorCode::CanisterTrapped,
+            "Canister trapped: cycles amount exceeds 64-bit representation",
+        ),
     }
 }
 

@@ -5,7 +5,8 @@ use wasmi::Error;
 
 use super::linker::{Registry, Word, def};
 use super::memory::read;
-use super::{Ctx, charge, trap};
+use super::{Ctx, charge, trap_with};
+use crate::message::ErrorCode;
 use crate::metering::costs;
 
 pub(super) fn register<I: Word>(r: &mut Registry) {
@@ -19,7 +20,7 @@ pub(super) fn register<I: Word>(r: &mut Registry) {
     def!(r, "trap", |c: Ctx<'_>, src: I, size: I| -> Result<(), Error> {
         charge_log(&mut c, size)?;
         let text = String::from_utf8_lossy(&read(&c, src, size)?).into_owned();
-        trap(format!("Canister called `ic0.trap` with message: '{text}'"))
+        trap_with(ErrorCode::CanisterCalledTrap, format!("Canister called `ic0.trap` with message: '{text}'"))
     });
 }
 

@@ -6,9 +6,10 @@ use wasmi::{Engine, Error, IntoFunc, Linker, Module, WasmTy};
 use super::tape::TapeValue;
 use super::{
     Ctx, EntryKind, SystemState, calls, canister, certified, cost, debug, msg, outside_a_message, stable,
-    time, trap,
+    time, trap, trap_with,
 };
 use crate::code::CANNOT_GROW;
+use crate::message::ErrorCode;
 use crate::module::{GROW_IMPORT, MEMORY_EXPORT, WasmError};
 
 /// Which entry kinds may call a host function.
@@ -273,12 +274,15 @@ fn memory_grow<I: Word>(mut c: Ctx<'_>, delta: I) -> Result<I, Error> {
             let limit = c.data().wasm_memory_limit;
             let kind = c.data().exec.as_ref().map(|exec| exec.context.kind);
             if limit != 0 && bytes > limit && kind.is_some_and(EntryKind::within_wasm_memory_limit) {
-                return trap(wasm_memory_limit_exceeded(limit, bytes));
+                return trap_with(
+                    ErrorCode::CanisterWasmMemoryLimitExceeded,
+                    wasm_memory_limit_exceeded(limit, bytes),
+                );
             }
             Ok(I::of_len(old as usize))
         }
         Err(_) => match c.data_mut().limiter.take_refusal() {
-            Some(why) => trap(format!("{CANNOT_GROW} {why}")),
+            Some(why) => trap_with(ErrorCode::CanisterOutOfMemory, format!("{CANNOT_GROW} {why}")),
             None => Ok(I::MINUS_ONE),
         },
     }
@@ -307,7 +311,7 @@ mod tests {
     }
 
     fn trap_message(result: Result<(), Error>) -> String {
-        result.unwrap_err().downcast_ref::<CanisterTrap>().expect("a trap").0.clone()
+        result.unwrap_err().downcast_ref::<CanisterTrap>().expect("a trap").message.clone()
     }
 
     /// A module that imports every function of the system API its memory

@@ -25,6 +25,7 @@ use std::fmt;
 use wasmi::{Caller, Engine, Error, Global, Memory, Store, Val};
 
 use crate::host_memory::{Bytes, Held, HostMemory, STABLE_MEMORY_COPIES, StoreLimiter};
+use crate::message::ErrorCode;
 use crate::stable::{OutOfBounds, StableMemory};
 
 pub use calls::too_large_for_another_subnet;
@@ -35,21 +36,36 @@ pub use linker::{Word, has_memory64};
 pub use message_state::{Effects, EntryKind, Execution, MessageContext, PerformedCall};
 pub use tape::TapeEvent;
 
-/// Why a message stopped early. The message is then rolled back.
+/// Why a message stopped early, with the error code the replica gives for
+/// it. The message is then rolled back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CanisterTrap(pub String);
+pub struct CanisterTrap {
+    /// The replica's error code for this trap.
+    pub code: ErrorCode,
+    /// Its message, as the replica words it.
+    pub message: String,
+}
+
+impl CanisterTrap {
+    /// A trap with the replica's error `code`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+}
 
 impl fmt::Display for CanisterTrap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl wasmi::errors::HostError for CanisterTrap {}
 
+/// A stable memory access out of bounds: a wasm trap in the replica
+/// (`TrapCode::StableMemoryOutOfBounds`).
 impl From<OutOfBounds> for CanisterTrap {
     fn from(e: OutOfBounds) -> Self {
-        CanisterTrap(e.to_string())
+        CanisterTrap::new(ErrorCode::CanisterTrapped, e.to_string())
     }
 }
 
@@ -59,8 +75,15 @@ impl From<CanisterTrap> for Error {
     }
 }
 
+/// A system call used against its contract: the replica's
+/// `ContractViolation` (IC0504), the trap of most system calls.
 fn trap<T>(message: impl Into<String>) -> Result<T, Error> {
-    Err(CanisterTrap(message.into()).into())
+    trap_with(ErrorCode::CanisterContractViolation, message)
+}
+
+/// A trap the replica gives `code`.
+fn trap_with<T>(code: ErrorCode, message: impl Into<String>) -> Result<T, Error> {
+    Err(CanisterTrap::new(code, message).into())
 }
 
 /// The parameters of the model that the system API needs.

@@ -1,6 +1,6 @@
 //! Host functions of the message: argument, caller, cycles, and its answer.
 
-use crate::message::{Payload, RejectCode};
+use crate::message::{ErrorCode, Payload};
 use wasmi::Error;
 
 use super::linker::{Contexts, Registry, Word, def};
@@ -117,7 +117,7 @@ pub(super) fn register<I: Word>(r: &mut Registry) {
         if !exec.can_reply() {
             return trap("msg_reject: this call context has already replied or cannot reply");
         }
-        exec.effects.response = Some(Payload::reject(RejectCode::CanisterReject, message));
+        exec.effects.response = Some(Payload::reject(ErrorCode::CanisterRejectedMessage, message));
         Ok(())
     });
 

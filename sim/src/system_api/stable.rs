@@ -7,6 +7,7 @@ use super::memory::{read, write};
 use super::{CanisterTrap, Ctx, charge};
 use crate::code::CANNOT_GROW;
 use crate::host_memory::{Bytes, STABLE_MEMORY_COPIES};
+use crate::message::ErrorCode;
 use crate::metering::costs::{DIRTY_PAGE, OS_PAGE_SIZE};
 use crate::stable::{MAX_PAGES, PAGE_SIZE};
 
@@ -48,7 +49,9 @@ fn grow(c: &mut Ctx<'_>, pages: u64) -> Result<i64, Error> {
         if !state.stable_held.try_add(more) {
             let what = format!("growing stable memory by {}", Bytes(pages * PAGE_SIZE));
             let why = state.stable_held.budget().refusal(&what, more, STABLE_MEMORY_COPIES);
-            return Err(CanisterTrap(format!("{CANNOT_GROW} {why}")).into());
+            return Err(
+                CanisterTrap::new(ErrorCode::CanisterOutOfMemory, format!("{CANNOT_GROW} {why}")).into()
+            );
         }
     }
     Ok(state.stable.grow(pages))

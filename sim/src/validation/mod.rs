@@ -541,7 +541,8 @@ mod tests {
 
     #[test]
     fn canister_modules_pass() {
-        for wat in [include_str!("../tests/fixtures/callee.wat"), include_str!("../tests/fixtures/probe.wat")]
+        for wat in
+            [include_str!("../../tests/fixtures/callee.wat"), include_str!("../../tests/fixtures/probe.wat")]
         {
             validate(&wat::parse_str(wat).unwrap()).unwrap();
         }

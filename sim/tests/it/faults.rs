@@ -19,7 +19,7 @@ fn pings(sim: &mut Sim, callee: candid::Principal, n: usize) -> Vec<Option<Rejec
     let ids: Vec<_> =
         (0..n).map(|_| sim.submit_call(callee, controller(), "ping", vec![]).unwrap()).collect();
     sim.tick();
-    ids.into_iter().map(|id| sim.ingress_status(id).expect("answered").err().map(|r| r.code)).collect()
+    ids.into_iter().map(|id| sim.ingress_status(id).expect("answered").err().map(|r| r.code())).collect()
 }
 
 #[test]

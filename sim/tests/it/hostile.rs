@@ -29,7 +29,7 @@ fn assert_rolled_back_and_alive(sim: &mut Sim, canister: candid::Principal) {
 fn a_canister_that_loops_forever_traps_at_the_message_limit() {
     let (mut sim, canister) = hostile(10_000_000);
     let reject = sim.update_call(canister, controller(), "spin", vec![]).unwrap_err();
-    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert_eq!(reject.code(), RejectCode::CanisterError);
     assert!(
         reject.message.contains("exceeded the limit of 10000000 instructions for single message execution"),
         "{reject}"
@@ -41,7 +41,7 @@ fn a_canister_that_loops_forever_traps_at_the_message_limit() {
 fn unbounded_recursion_traps_without_overflowing_the_host_stack() {
     let (mut sim, canister) = hostile(SimConfig::default().max_instructions_per_message);
     let reject = sim.update_call(canister, controller(), "recurse", vec![]).unwrap_err();
-    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert_eq!(reject.code(), RejectCode::CanisterError);
     assert!(reject.message.contains("Canister trapped"), "{reject}");
     assert_rolled_back_and_alive(&mut sim, canister);
 }
@@ -56,7 +56,7 @@ fn memory_grow_past_what_wasm32_addresses_fails_without_allocating() {
 fn a_reply_over_2_mib_is_refused_as_the_replica_refuses_it() {
     let (mut sim, canister) = hostile(SimConfig::default().max_instructions_per_message);
     let reject = sim.update_call(canister, controller(), "big_reply", vec![]).unwrap_err();
-    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert_eq!(reject.code(), RejectCode::CanisterError);
     let expected = "Canister violated contract: ic0.msg_reply_data_append: application payload size (3145728) cannot be larger than 2097152.";
     assert!(reject.message.contains(expected), "{reject}");
     assert_rolled_back_and_alive(&mut sim, canister);

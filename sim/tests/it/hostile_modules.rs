@@ -62,7 +62,7 @@ fn rolling_back_a_trap_does_not_run_the_start_function_again() {
     assert_eq!(starts(&mut sim), 1);
     for _ in 0..2 {
         let reject = sim.update_call(id, controller(), "go", vec![]).unwrap_err();
-        assert_eq!(reject.code, RejectCode::CanisterError);
+        assert_eq!(reject.code(), RejectCode::CanisterError);
         assert!(reject.message.contains("unreachable"), "{reject}");
         assert_eq!(starts(&mut sim), 1, "the start function ran once, at install");
     }
@@ -96,7 +96,7 @@ fn tail_calls_are_metered() {
     let (id, installed) = try_install(&mut sim, "tail_call_loop");
     installed.unwrap();
     let reject = sim.update_call(id, controller(), "go", vec![]).unwrap_err();
-    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert_eq!(reject.code(), RejectCode::CanisterError);
     assert!(reject.message.contains("exceeded the limit of 10000000 instructions"), "{reject}");
     let stats = sim.stats(id).unwrap();
     assert_eq!((stats.traps, stats.instructions), (1, 10_000_000), "charged its limit");
@@ -125,7 +125,7 @@ fn growth_past_the_host_budget_traps_as_growth_past_the_subnets_memory_does() {
     assert!(sim.host_memory_used() <= budget);
     for method in ["grow_and_fill", "grow_then_trap"] {
         let reject = sim.update_call(id, controller(), method, vec![]).unwrap_err();
-        assert_eq!(reject.code, RejectCode::CanisterError);
+        assert_eq!(reject.code(), RejectCode::CanisterError);
         assert!(
             reject.message.contains(
                 "Canister cannot grow its memory usage. growing linear memory by 256 MiB would take 768 MiB (3 \

@@ -130,7 +130,7 @@ fn the_message_limit_counts_every_instruction_and_system_call() {
     sim.update_call(canister, controller(), "loop", vec![]).unwrap();
     let (mut sim, canister) = metered(567);
     let reject = sim.update_call(canister, controller(), "loop", vec![]).unwrap_err();
-    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert_eq!(reject.code(), RejectCode::CanisterError);
     assert!(reject.message.contains("exceeded the limit of 567 instructions"), "{reject}");
     // The loop body alone passes a limit of 20 at its third header.
     let (mut sim, canister) = metered(20);

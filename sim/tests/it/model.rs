@@ -133,7 +133,7 @@ fn a_trap_rolls_back_every_effect_of_the_message() {
         .sim
         .update_call(w.probe, controller(), "change_everything_then_trap", callee.as_slice().to_vec())
         .unwrap_err();
-    assert_eq!(err.code, RejectCode::CanisterError);
+    assert_eq!(err.code(), RejectCode::CanisterError);
     assert!(err.message.contains("boom"), "{err}");
     run_until_idle(&mut w.sim);
 
@@ -183,7 +183,7 @@ fn cleanup_runs_when_a_callback_traps_and_the_callback_is_rolled_back() {
 fn only_the_cycles_minting_canister_may_mint_cycles() {
     let mut w = world(1, 0, 0);
     let err = w.sim.update_call(w.probe, controller(), "mint_cycles", vec![]).unwrap_err();
-    assert_eq!(err.code, RejectCode::CanisterError);
+    assert_eq!(err.code(), RejectCode::CanisterError);
     let expected = format!(
         "Canister violated contract: ic0.mint_cycles128 cannot be executed on non Cycles Minting Canister: {} != rkp4c-7iaaa-aaaaa-aaaca-cai",
         w.probe
@@ -234,7 +234,7 @@ fn a_stopped_canister_answers_no_query_and_a_restarted_one_does() {
     let mut w = world(1, 1, 0);
     w.sim.stop_canister(w.probe, controller()).unwrap();
     let reject = w.sim.query_call(w.probe, controller(), "timer", vec![]).unwrap_err();
-    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert_eq!(reject.code(), RejectCode::CanisterError);
     assert!(reject.message.contains("is stopped"), "{}", reject.message);
 
     w.sim.start_canister(w.probe, controller()).unwrap();
@@ -289,7 +289,7 @@ fn a_reinstall_ends_open_call_contexts_and_frees_their_slots() {
     assert!(sim.ingress_status(message).is_none(), "A waits for B");
     sim.install_canister(a, &wat::parse_str(RELAY).unwrap(), vec![], controller()).unwrap();
     let err = sim.ingress_status(message).expect("answered").unwrap_err();
-    assert_eq!(err.code, RejectCode::CanisterError);
+    assert_eq!(err.code(), RejectCode::CanisterError);
     assert!(err.message.contains("reinstalled"), "{err}");
     assert_eq!(sim.calls_in_flight(a, b), 0);
     run_until_idle(&mut sim); // B answers late; the response finds nobody.
@@ -362,7 +362,7 @@ fn a_canister_hosted_outside_is_called_and_answered_from_outside_with_its_refund
     // A reject refunds what was not accepted, and survives a save on the way.
     let call = pay_outside(&mut w.sim, w.probe, outside, 5);
     let mut sim = restored(&encoded(&w.sim));
-    let reject = sim::Reject { code: RejectCode::CanisterReject, message: "no".into() };
+    let reject = sim::Reject::new(sim::ErrorCode::CanisterRejectedMessage, "no");
     assert!(sim.answer_outside(call.id, Err(reject), 0));
     run_until_idle(&mut sim);
     let state = probe_state(&mut sim, w.probe);
@@ -497,13 +497,15 @@ fn the_saved_layout_is_pinned_by_its_format_number() {
     let keeper = sim.create_canister(1, vec![controller()]).unwrap();
     sim.install_canister(keeper, &wat::parse_str(KEEPER).unwrap(), vec![], controller()).unwrap();
     sim.update_call(keeper, controller(), "keep", "pinned".into()).unwrap();
+    // A reject, with its error code, among the ingress outcomes.
+    sim.update_call(keeper, controller(), "missing", vec![]).unwrap_err();
     let probe = sim::canister_id(0);
     sim.host_outside(outside_id(), 0).unwrap();
     pay_outside(&mut sim, probe, outside_id(), 7);
     let pinned = (sim::SavedSim::FORMAT, hex::encode(sha2::Sha256::digest(encoded(&sim))));
     assert_eq!(
         pinned,
-        (3, "f8cf076012fd30eda729e6deefd95d790220ec5cfcc2ece3a5fa450d986991e5".to_string()),
+        (4, "61f89d06acce0ab1bb91846ead3b178c9e0a30449e823ca0642d3a68f18302a3".to_string()),
         "a saved type changed: bump SavedSim::FORMAT, then this hash"
     );
 }

@@ -125,7 +125,7 @@ fn one_byte_over_10_mib_traps_in_call_data_append_wherever_the_callee_is() {
     for same_subnet in [true, false] {
         let mut p = pair(same_subnet);
         let reject = p.send(TEN_MIB + 1).unwrap_err();
-        assert_eq!(reject.code, RejectCode::CanisterError);
+        assert_eq!(reject.code(), RejectCode::CanisterError);
         let expected = format!(
             "Canister violated contract: Request to {}:take has a payload size of 10485761, which exceeds the allowed limit of 10485760.",
             p.receiver

@@ -42,7 +42,7 @@ fn certified_data_is_kept_when_the_message_commits_and_only_then() {
 fn certified_data_over_32_bytes_traps_with_the_replicas_message() {
     let (mut sim, canister) = one_canister();
     let reject = update(&mut sim, canister, "certify", &[1; 33]).unwrap_err();
-    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert_eq!(reject.code(), RejectCode::CanisterError);
     let expected = "Canister violated contract: ic0_certified_data_set failed because the passed data must be no larger than 32 bytes. Found 33 bytes.";
     assert!(reject.message.contains(expected), "{reject}");
     assert_eq!(sim.certified_data(canister).unwrap(), b"");
@@ -127,7 +127,7 @@ fn canister_version_counts_installs_and_every_committed_update() {
 fn recursion_as_deep_as_the_replicas_stack_runs_and_deeper_traps_rolled_back() {
     let (mut sim, canister) = one_canister();
     let reject = update(&mut sim, canister, "recurse", &10_000_000u32.to_le_bytes()).unwrap_err();
-    assert_eq!(reject.code, RejectCode::CanisterError);
+    assert_eq!(reject.code(), RejectCode::CanisterError);
     assert!(reject.message.ends_with("Canister trapped: stack overflow"), "{reject}");
     let touched = sim.query_call(canister, controller(), "touched", vec![]).unwrap();
     assert_eq!(u64_of(&touched, 0), 0, "the trapped message is rolled back");
@@ -159,7 +159,7 @@ fn each_shape_runs_as_deep_as_on_the_replica_and_half_as_deep_again_overflows_ro
 
         recurse(depth).unwrap_or_else(|reject| panic!("{}, {depth} deep: {reject}", shape.name));
         let reject = recurse(depth + depth / 2).unwrap_err();
-        assert_eq!(reject.code, RejectCode::CanisterError, "{}", shape.name);
+        assert_eq!(reject.code(), RejectCode::CanisterError, "{}", shape.name);
         assert!(reject.message.ends_with("Canister trapped: stack overflow"), "{}: {reject}", shape.name);
         recurse(depth).unwrap_or_else(|reject| panic!("{}, {depth} deep again: {reject}", shape.name));
 
@@ -354,4 +354,42 @@ fn an_update_call_to_a_query_method_runs_it_replicated_and_keeps_nothing() {
     assert_eq!(u64_of(&answer, 0), 0, "a query is not replicated");
     let reject = update(&mut sim, canister, "no_such_method", b"").unwrap_err();
     assert!(reject.message.contains("has no update method 'no_such_method'"), "{reject}");
+}
+
+/// Each reject carries the replica's error code from where it is made, so
+/// a trap whose message reads like a missing method is still a trap: no
+/// one has to tell them apart by their text.
+#[test]
+fn each_reject_carries_the_replicas_error_code_whatever_its_message() {
+    use sim::ErrorCode;
+    let mut sim = Sim::builder().with_subnet().build();
+    let canister = install(
+        &mut sim,
+        0,
+        r#"(module
+          (import "ic0" "trap" (func $trap (param i32 i32)))
+          (import "ic0" "msg_reject" (func $reject (param i32 i32)))
+          (memory 1)
+          (data (i32.const 0) "Canister x has no update method 'y'")
+          (func (export "canister_update mimic") (call $trap (i32.const 0) (i32.const 35)))
+          (func (export "canister_update unreachable") unreachable)
+          (func (export "canister_update refuse") (call $reject (i32.const 0) (i32.const 35)))
+          (func (export "canister_update silent")))"#,
+    );
+    let error_code = |sim: &mut Sim, method: &str| update(sim, canister, method, b"").unwrap_err().error_code;
+    assert_eq!(error_code(&mut sim, "y"), ErrorCode::CanisterMethodNotFound);
+    let mimic = update(&mut sim, canister, "mimic", b"").unwrap_err();
+    assert!(mimic.message.contains("has no update method 'y'"), "{mimic}");
+    assert_eq!((mimic.error_code, mimic.code()), (ErrorCode::CanisterCalledTrap, RejectCode::CanisterError));
+    assert_eq!(error_code(&mut sim, "unreachable"), ErrorCode::CanisterTrapped);
+    assert_eq!(error_code(&mut sim, "refuse"), ErrorCode::CanisterRejectedMessage);
+    assert_eq!(error_code(&mut sim, "silent"), ErrorCode::CanisterDidNotReply);
+    let missing_query = sim.query_call(canister, controller(), "y", vec![]).unwrap_err();
+    assert_eq!(missing_query.error_code, ErrorCode::CanisterMethodNotFound);
+    let nowhere = sim::canister_id(99);
+    let not_found = sim.update_call(nowhere, controller(), "y", vec![]).unwrap_err();
+    assert_eq!(
+        (not_found.error_code, not_found.code()),
+        (ErrorCode::CanisterNotFound, RejectCode::DestinationInvalid)
+    );
 }

@@ -84,7 +84,7 @@ fn an_argument_that_is_not_the_methods_type_is_rejected_by_name_and_type_and_exe
             .unwrap_err();
             assert!(err.message.contains(&reject_for(method, expected)), "{method} given {what}: {err}");
             assert!(!err.message.contains("Panicked"), "{method} given {what}: {err}");
-            assert_eq!(err.code, RejectCode::CanisterError, "{method} given {what}");
+            assert_eq!(err.code(), RejectCode::CanisterError, "{method} given {what}");
         }
     }
     assert_eq!(pings_received(&mut sim, callee), 0);
@@ -129,7 +129,7 @@ fn a_stranger_has_nothing_executed_or_kept_until_a_controller_admits_it() {
     let (mut sim, callee) = installed();
     let once = OncePing { nonce: 1, floor: 0 };
     let err = ping_once(&mut sim, callee, stranger(), once).unwrap_err();
-    assert_eq!(err.code, RejectCode::CanisterError, "a trap, which idempotent callers retry: {err}");
+    assert_eq!(err.code(), RejectCode::CanisterError, "a trap, which idempotent callers retry: {err}");
     assert!(err.message.contains("is not admitted") && err.message.contains("controller"), "{err}");
     let err = admin(&mut sim, callee, stranger(), "admit_caller", stranger()).unwrap_err();
     assert!(err.message.contains("only a controller"), "{err}");

@@ -232,7 +232,7 @@ fn an_argument_that_is_not_the_methods_type_is_rejected_by_name_and_type_and_cha
             .unwrap_err();
             assert!(err.message.contains(&reject_for(method, expected)), "{method} given {what}: {err}");
             assert!(!err.message.contains("Panicked"), "{method} given {what}: {err}");
-            assert_eq!(err.code, RejectCode::CanisterError, "{method} given {what}");
+            assert_eq!(err.code(), RejectCode::CanisterError, "{method} given {what}");
         }
     }
     let stats = s.sim.stats(caller).unwrap();
