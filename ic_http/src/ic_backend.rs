@@ -45,7 +45,7 @@ impl<E: Engine> Backend for Ic<E> {
     }
 
     fn has_work(&self) -> bool {
-        self.engine.busy()
+        self.busy()
     }
 
     fn tick(&mut self) {
@@ -64,9 +64,11 @@ impl<E: Engine> Backend for Ic<E> {
     }
 
     fn state_version(&self) -> u64 {
-        // Every execution, and every ingress message (a call to the
-        // management canister or a system canister executes when submitted).
-        self.engine.executions() + self.submitted()
+        // Every execution: the engine's, and the model's (a call to the
+        // management canister or a system canister executes in the round
+        // after it was submitted); and every ingress message, which the
+        // state holds once submitted.
+        self.engine.executions() + self.model_executions() + self.submitted()
     }
 
     fn save(&self) -> Result<SavedState, String> {

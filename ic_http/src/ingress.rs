@@ -78,7 +78,7 @@ impl Requests {
     }
 
     /// Whether a message came after the last round: the next round
-    /// certifies what it did (a management call is done when submitted).
+    /// executes it (or starts to) and certifies its status.
     pub fn fresh(&self) -> bool {
         !self.fresh.is_empty()
     }

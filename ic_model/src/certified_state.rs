@@ -495,7 +495,7 @@ mod tests {
         let certificate: Certificate = serde_cbor::from_slice(&subnet.certificate(&[])).unwrap();
         let delegation: Certificate =
             serde_cbor::from_slice(&certificate.delegation.unwrap().certificate).unwrap();
-        match delegation.tree.lookup_path(&path(&[b"time"])) {
+        match delegation.tree.lookup_path(path(&[b"time"])) {
             LookupResult::Found(time) => time.to_vec(),
             _ => panic!("a delegation holds /time"),
         }

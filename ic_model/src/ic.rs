@@ -16,7 +16,7 @@ use crate::{CanisterState, CertifiedState, Keys, Reject, SubnetRanges};
 
 /// How an ingress message is routed: by the effective canister id the
 /// request names, or, for PocketIC's provisional creation, by a subnet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Effective {
     /// None named: the first subnet.
     None,
@@ -174,8 +174,17 @@ impl<E: Engine> Ic<E> {
         }
     }
 
-    /// An ingress message the management canister or a system canister
-    /// answers when it is submitted; `None` if it is for the engine.
+    /// Whether the model, not the engine, executes an ingress message to
+    /// `canister`: the management canister's, and the system canisters'
+    /// when the network has them.
+    pub(crate) fn answers(&self, canister: Principal) -> bool {
+        canister == Principal::management_canister()
+            || (self.state.system.is_some() && SystemCanisters::is_system_canister(canister))
+    }
+
+    /// Executes now an ingress message to the management canister or a
+    /// system canister; `None` if it is for the engine. Submitted ones
+    /// execute in the next round ([`Ic::execute_round`]).
     pub fn answer(
         &mut self,
         effective: Effective,
@@ -190,11 +199,14 @@ impl<E: Engine> Ic<E> {
         self.with_system_canisters(|system, ic| system.update(ic, canister, sender, method, arg))?
     }
 
-    /// Executes a round of the engine's, and answers the calls its
-    /// canisters made to the system canisters; their answers go back in
-    /// the next round.
+    /// Executes a round: the engine's, then, at the round's time, the
+    /// ingress messages to the management canister and the system
+    /// canisters submitted since the last round; and answers the calls the
+    /// engine's canisters made to the system canisters, whose answers go
+    /// back in the next round.
     pub fn execute_round(&mut self) {
         self.engine.execute_round();
+        self.execute_ingress_to_model();
         for call in self.engine.calls_to_model() {
             let answer = self.with_system_canisters(|system, ic| {
                 system.call_from_canister(ic, call.callee, call.caller, &call.method, &call.arg, call.cycles)

@@ -1,10 +1,16 @@
 //! Ingress messages as the model keeps them: numbered in the order they
-//! were submitted, each answered when submitted (by the management
-//! canister or a system canister) or executed by the engine; and queries.
+//! were submitted, each executed in a round, by the engine or (for the
+//! management canister and the system canisters) by the model; and
+//! queries.
+//!
+//! As on the IC, a message to the management canister or a system canister
+//! executes in the round after it was submitted, at that round's time: an
+//! ICRC-2 approval whose `expires_at` has passed when it is sent is refused
+//! as expired, whatever time the network last certified.
 
 use candid::Principal;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::engine::Engine;
 use crate::{Effective, Ic, Reject};
@@ -13,8 +19,20 @@ use crate::{Effective, Ic, Reject};
 enum Outcome {
     /// Executed by the engine's rounds, under the engine's id.
     InEngine(u64),
-    /// Answered when it was submitted.
+    /// For the management canister or a system canister, which the model
+    /// answers: it executes in the next round.
+    ForModel(ToModel),
+    /// Answered by the model.
     Done(Result<Vec<u8>, Reject>),
+}
+
+/// A message the model executes, as it was submitted.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct ToModel {
+    effective: Effective,
+    canister: Principal,
+    method: String,
+    arg: Vec<u8>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -27,8 +45,14 @@ struct Message {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Ingress {
     messages: BTreeMap<u64, Message>,
+    /// The messages the model executes in the next round, by number: the
+    /// order they were submitted in.
+    for_model: BTreeSet<u64>,
     /// The number the next message gets: numbers are never reused.
     next: u64,
+    /// Messages the model has executed since it was built or restored.
+    #[serde(skip)]
+    executed: u64,
 }
 
 impl<E: Engine> Ic<E> {
@@ -43,21 +67,54 @@ impl<E: Engine> Ic<E> {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<u64, Reject> {
-        let outcome = match self.answer(effective, canister, sender, method, &arg) {
-            Some(result) => Outcome::Done(result),
-            None => {
-                // The effective canister id routes the call; one that names
-                // another canister is refused before execution.
-                routed_to(effective, canister)
-                    .map_err(|why| Reject::new(ic_error_types::ErrorCode::CanisterNotFound, why))?;
-                Outcome::InEngine(self.engine.submit_call(canister, sender, method, arg)?)
-            }
+        let outcome = if self.answers(canister) {
+            Outcome::ForModel(ToModel { effective, canister, method: method.into(), arg })
+        } else {
+            // The effective canister id routes the call; one that names
+            // another canister is refused before execution.
+            routed_to(effective, canister)
+                .map_err(|why| Reject::new(ic_error_types::ErrorCode::CanisterNotFound, why))?;
+            Outcome::InEngine(self.engine.submit_call(canister, sender, method, arg)?)
         };
         let ingress = &mut self.state.ingress;
         let number = ingress.next;
         ingress.next += 1;
+        if let Outcome::ForModel(_) = outcome {
+            ingress.for_model.insert(number);
+        }
         ingress.messages.insert(number, Message { sender, outcome });
         Ok(number)
+    }
+
+    /// Executes the messages to the management canister and the system
+    /// canisters submitted since the last round, in the order they came,
+    /// at the engine's time: part of a round ([`Ic::execute_round`]).
+    pub(crate) fn execute_ingress_to_model(&mut self) {
+        for number in std::mem::take(&mut self.state.ingress.for_model) {
+            let Some(message) = self.state.ingress.messages.get(&number) else { continue };
+            let Outcome::ForModel(to) = &message.outcome else { continue };
+            let (sender, to) = (message.sender, to.clone());
+            let result = self.answer(to.effective, to.canister, sender, &to.method, &to.arg);
+            let result = result.expect("the model answers the messages it took");
+            let ingress = &mut self.state.ingress;
+            ingress.executed += 1;
+            if let Some(message) = ingress.messages.get_mut(&number) {
+                message.outcome = Outcome::Done(result);
+            }
+        }
+    }
+
+    /// Whether messages wait for the next round: the engine's, or those the
+    /// model executes.
+    pub fn busy(&self) -> bool {
+        self.engine.busy() || !self.state.ingress.for_model.is_empty()
+    }
+
+    /// How many ingress messages the model itself has executed (those to
+    /// the management canister and the system canisters) since it was
+    /// built or restored.
+    pub fn model_executions(&self) -> u64 {
+        self.state.ingress.executed
     }
 
     /// The outcome of message `number`; `None` while it runs (or if there is
@@ -65,6 +122,7 @@ impl<E: Engine> Ic<E> {
     pub fn outcome(&self, number: u64) -> Option<Result<Vec<u8>, Reject>> {
         match &self.state.ingress.messages.get(&number)?.outcome {
             Outcome::Done(result) => Some(result.clone()),
+            Outcome::ForModel(_) => None,
             Outcome::InEngine(id) => self.engine.ingress_status(*id),
         }
     }
@@ -85,8 +143,8 @@ impl<E: Engine> Ic<E> {
         let ingress = &mut self.state.ingress;
         let forgotten = match ingress.messages.get(&number).map(|m| &m.outcome) {
             Some(Outcome::Done(_)) => true,
+            Some(Outcome::ForModel(_)) | None => false,
             Some(Outcome::InEngine(id)) => self.engine.forget_ingress(*id),
-            None => false,
         };
         if forgotten {
             ingress.messages.remove(&number);

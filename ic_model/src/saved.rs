@@ -10,7 +10,7 @@ use crate::{Ic, IcState, Keys};
 
 /// Bumped whenever [`IcState`] or what it holds changes (the engine's part
 /// has a number of its own).
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct SavedIc<S> {
@@ -114,8 +114,10 @@ mod tests {
         let me = Principal::anonymous();
         let now = instance.engine.time();
         let mut call_to = |canister: Principal, method: &str, arg: Vec<u8>| {
-            let index = instance.submit(Effective::None, canister, me, method, arg);
-            instance.outcome(index.unwrap()).unwrap()
+            let index = instance.submit(Effective::None, canister, me, method, arg).unwrap();
+            assert!(instance.outcome(index).is_none(), "it executes in the next round");
+            instance.execute_round();
+            instance.outcome(index).unwrap()
         };
         let mut call = |method: &str, arg: Vec<u8>| call_to(Principal::management_canister(), method, arg);
         let create = ProvisionalCreateCanisterWithCyclesArgs {
@@ -152,6 +154,11 @@ mod tests {
             created_at_time: Some(now),
         };
         call_to(ledger, "icrc2_approve", Encode!(&approve).unwrap()).unwrap();
+        // A message to the model waiting for the next round.
+        let (management, status) = (Principal::management_canister(), CanisterIdRecord { canister_id });
+        let waiting =
+            instance.submit(Effective::None, management, me, "canister_status", Encode!(&status).unwrap());
+        let waiting = waiting.unwrap();
         // Staged, as a network stages after every round: a restored
         // instance stages everything, which clears what was pending.
         instance.stage_changes();
@@ -159,9 +166,12 @@ mod tests {
         let bytes = instance.save().unwrap()().unwrap();
         let restored = Ic::<sim::Sim>::restore(&bytes).unwrap();
         assert_eq!(restored.save().unwrap()().unwrap(), bytes, "restored as saved");
+        let mut restored = restored;
+        assert!(restored.outcome(waiting).is_none());
+        restored.execute_round();
+        assert!(restored.outcome(waiting).unwrap().is_ok(), "the waiting message executes after a restart");
         assert_eq!(restored.certified().root_key_der(), instance.certified().root_key_der());
         assert_eq!(restored.canister(canister_id).unwrap().metadata[0].name, "candid:service");
-        let mut restored = restored;
         let asked = AllowanceArgs { account: Account { owner: me, subaccount: None }, spender };
         let allowance = restored.query(ledger, me, "icrc2_allowance", Encode!(&asked).unwrap());
         let allowance: Allowance = candid::decode_one(&allowance.unwrap()).unwrap();
@@ -173,7 +183,7 @@ mod tests {
         let pinned = (FORMAT, hex::encode(sha2::Sha256::digest(&bytes)));
         assert_eq!(
             pinned,
-            (1, "861c08a88fc035eddd7176337a85d68d89f399da918f7de22f4c2cd057f22f1b".to_string()),
+            (2, "683cfdb68ba8794bcd5dc17a7df13fca63cc1689302714edd15fbbf097b14a5b".to_string()),
             "a saved type changed: bump FORMAT, then this hash"
         );
     }

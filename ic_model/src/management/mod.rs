@@ -1,6 +1,7 @@
 //! The management canister (`aaaaa-aa`): the methods users and tools call
-//! on it as ingress messages, each executed when it is submitted, over an
-//! [`Engine`] that executes the canisters.
+//! on it as ingress messages, each executed in the round after it was
+//! submitted (`Ic::execute_round`), over an [`Engine`] that executes the
+//! canisters.
 
 mod canister;
 pub mod settings;

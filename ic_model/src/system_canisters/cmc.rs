@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::cycles_ledger::CyclesLedger;
 use super::icp_ledger::{Deposit, IcpLedger};
-use super::{CYCLES_MINTING_CANISTER, Host, Reject, argument, reply};
+use super::{CYCLES_MINTING_CANISTER, Host, Reject, Rejects, argument, reply};
 use crate::ledger::{self, account_identifier};
 
 /// The memo of an ICP transfer to be turned into cycles (`MINT`).

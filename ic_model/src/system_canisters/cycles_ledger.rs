@@ -8,7 +8,7 @@ use candid::{CandidType, Nat, Principal};
 use serde::{Deserialize, Serialize};
 
 use super::icrc1::{self, Token, amount};
-use super::{ANONYMOUS_CYCLES, CYCLES_LEDGER, Host, Reject, argument, as_update, reply};
+use super::{ANONYMOUS_CYCLES, CYCLES_LEDGER, Host, Reject, Rejects, argument, as_update, reply};
 use crate::ledger::{self, Ledger, Unfit, Window};
 
 /// The cycles ledger's fee: 100M cycles a block.

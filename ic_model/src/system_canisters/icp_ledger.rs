@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::icrc1::{self, Token};
-use super::{ANONYMOUS_ICP_E8S, GOVERNANCE, ICP_LEDGER, Reject, argument, as_update, reply};
+use super::{ANONYMOUS_ICP_E8S, GOVERNANCE, ICP_LEDGER, Reject, Rejects, argument, as_update, reply};
 use crate::ledger::{self, Ledger, account_identifier};
 
 /// The ICP ledger's fee: 0.0001 ICP.
@@ -42,6 +42,19 @@ struct TransferArgs {
     from_subaccount: Option<Vec<u8>>,
     to: Vec<u8>,
     created_at_time: Option<TimeStamp>,
+}
+
+/// What the legacy `transfer` is deduplicated by: the transaction it makes
+/// (`Transaction` in the ICP ledger, whose hash its window keeps), senders
+/// and receivers named by account identifier.
+#[derive(CandidType)]
+struct LegacyTransaction {
+    from: Vec<u8>,
+    to: Vec<u8>,
+    amount: Tokens,
+    fee: Tokens,
+    memo: u64,
+    created_at_time: u64,
 }
 
 /// The legacy `transfer`'s error.
@@ -159,8 +172,7 @@ impl IcpLedger {
     /// account `from`.
     pub fn burn(&mut self, from: [u8; 32], e8s: u128, now: u64) -> Result<u64, ledger::TransferError> {
         let minter = key(&ledger::Account::of(GOVERNANCE));
-        let burn =
-            ledger::Transfer { from, to: minter, amount: e8s, fee: None, memo: None, created_at_time: None };
+        let burn = ledger::Transfer { from, to: minter, amount: e8s, fee: None, memo: None, once: None };
         self.book.transfer(burn, now)
     }
 
@@ -183,7 +195,7 @@ impl IcpLedger {
             amount,
             fee: Some(fee),
             memo: None,
-            created_at_time: None,
+            once: None,
         };
         self.book.transfer(refund, now)
     }
@@ -199,13 +211,32 @@ impl IcpLedger {
             .ok_or_else(|| trap("from_subaccount is not 32 bytes long"))?;
         let to = account_id(&args.to).map_err(|why| trap(&why))?;
         let deposit = Deposit { to, e8s: args.amount.e8s.into(), memo: args.memo };
+        let from = key(&from);
+        // Deduplicated as the ICP ledger deduplicates it: by the transaction
+        // it makes, which names accounts by identifier, so that a
+        // `from_subaccount` of `null` and one of 32 zeros are one sender.
+        let once = args.created_at_time.as_ref().map(|created| ledger::Once {
+            created_at_time: created.timestamp_nanos,
+            sent: ledger::Sent::new(
+                caller,
+                "transfer",
+                &LegacyTransaction {
+                    from: from.to_vec(),
+                    to: to.to_vec(),
+                    amount: args.amount,
+                    fee: args.fee,
+                    memo: args.memo,
+                    created_at_time: created.timestamp_nanos,
+                },
+            ),
+        });
         let transfer = ledger::Transfer {
-            from: key(&from),
+            from,
             to,
             amount: args.amount.e8s.into(),
             fee: Some(args.fee.e8s.into()),
             memo: Some(args.memo.to_be_bytes().to_vec()),
-            created_at_time: args.created_at_time.map(|t| t.timestamp_nanos),
+            once,
         };
         use ledger::TransferError as E;
         let refused = match self.book.transfer(transfer, now) {

@@ -4,7 +4,7 @@
 use candid::{CandidType, Nat, Principal};
 use serde::Deserialize;
 
-use super::{Reject, argument, reply};
+use super::{Reject, Rejects, argument, reply};
 use crate::ledger::{self, Ledger};
 
 /// ICRC-1's `Account`.
@@ -285,7 +285,8 @@ fn transfer<K: Ord + Clone>(
 ) -> Result<Nat, TransferError> {
     let from = account(caller, arg.from_subaccount.as_deref(), "from_subaccount")?;
     let transfer = to_book(book, &key, from, &arg.to, &arg.amount, arg.fee.as_ref())?;
-    let transfer = ledger::Transfer { memo: arg.memo, created_at_time: arg.created_at_time, ..transfer };
+    let once = once(caller, "icrc1_transfer", &arg, arg.created_at_time);
+    let transfer = ledger::Transfer { memo: arg.memo, once, ..transfer };
     Ok(book.transfer(transfer, now)?.into())
 }
 
@@ -300,6 +301,7 @@ fn approve<K: Ord + Clone>(
         .map_err(ledger::ApproveError::from)?;
     let spender = account(arg.spender.owner, arg.spender.subaccount.as_deref(), "spender.subaccount")
         .map_err(ledger::ApproveError::from)?;
+    let once = once(caller, "icrc2_approve", &arg, arg.created_at_time);
     let approve = ledger::Approve {
         from: key(&from),
         spender: key(&spender),
@@ -310,7 +312,7 @@ fn approve<K: Ord + Clone>(
         expires_at: arg.expires_at,
         fee: arg.fee.as_ref().map(amount_or_max),
         memo: arg.memo,
-        created_at_time: arg.created_at_time,
+        once,
     };
     Ok(book.approve(approve, now)?.into())
 }
@@ -327,8 +329,23 @@ fn transfer_from<K: Ord + Clone>(
         account(caller, arg.spender_subaccount.as_deref(), "spender_subaccount").map_err(refused)?;
     let from = account(arg.from.owner, arg.from.subaccount.as_deref(), "from.subaccount").map_err(refused)?;
     let transfer = to_book(book, &key, from, &arg.to, &arg.amount, arg.fee.as_ref()).map_err(refused)?;
-    let transfer = ledger::Transfer { memo: arg.memo, created_at_time: arg.created_at_time, ..transfer };
+    let once = once(caller, "icrc2_transfer_from", &arg, arg.created_at_time);
+    let transfer = ledger::Transfer { memo: arg.memo, once, ..transfer };
     Ok(book.transfer_from(key(&spender), transfer, now)?.into())
+}
+
+/// An operation that names its creation time is deduplicated as it was
+/// sent: `caller`'s `arg` to `method`, whose `null` and `opt [0; 32]`
+/// subaccounts differ, as ICRC-1 asks (the book's module says why this is
+/// not the ICP ledger's own choice).
+fn once(
+    caller: Principal,
+    method: &str,
+    arg: &impl CandidType,
+    created_at_time: Option<u64>,
+) -> Option<ledger::Once> {
+    created_at_time
+        .map(|created_at_time| ledger::Once { created_at_time, sent: ledger::Sent::new(caller, method, arg) })
 }
 
 /// The book's account of `owner`'s `subaccount`; `what` names the field
@@ -360,7 +377,7 @@ fn to_book<K: Ord + Clone>(
         return Err(ledger::TransferError::InsufficientFunds { balance: book.balance(&from) });
     };
     let fee = fee.map(amount_or_max);
-    Ok(ledger::Transfer { from, to: key(&to), amount, fee, memo: None, created_at_time: None })
+    Ok(ledger::Transfer { from, to: key(&to), amount, fee, memo: None, once: None })
 }
 
 /// A fee too large to hold is no fee the ledger charges: refused as a bad fee.

@@ -12,7 +12,7 @@ mod icp_ledger;
 mod icrc1;
 
 use candid::{CandidType, Principal};
-use ic_error_types::{ErrorCode, RejectCode};
+use ic_error_types::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 pub use cycles_ledger::CYCLES_LEDGER_FEE;
@@ -39,24 +39,28 @@ pub const ANONYMOUS_CYCLES: u128 = 1 << 127;
 
 pub use crate::Reject;
 
-impl Reject {
+/// The rejects the system canisters answer with (a trait: [`Reject`] is
+/// `ic_reject`'s).
+trait Rejects: Sized {
+    fn no_method(canister: Principal, kind: &str, method: &str) -> Self;
+    /// What a canister that traps with `why` answers.
+    fn trap(canister: Principal, why: &str) -> Self;
+    fn bad_argument(canister: Principal, method: &str, why: impl std::fmt::Display) -> Self;
+    fn trapped(canister: Principal, why: &str) -> Self;
+}
+
+impl Rejects for Reject {
     fn no_method(canister: Principal, kind: &str, method: &str) -> Self {
-        Self {
-            code: RejectCode::CanisterError,
-            error_code: ErrorCode::CanisterMethodNotFound,
-            message: format!(
+        Self::new(
+            ErrorCode::CanisterMethodNotFound,
+            format!(
                 "Canister {canister} has no {kind} method '{method}' (it is the simulator's stand-in: docs/network.md lists its methods)"
             ),
-        }
+        )
     }
 
-    /// What a canister that traps with `why` answers.
     fn trap(canister: Principal, why: &str) -> Self {
-        Self {
-            code: RejectCode::CanisterError,
-            error_code: ErrorCode::CanisterCalledTrap,
-            message: format!("Canister {canister} trapped: {why}"),
-        }
+        Self::new(ErrorCode::CanisterCalledTrap, format!("Canister {canister} trapped: {why}"))
     }
 
     fn bad_argument(canister: Principal, method: &str, why: impl std::fmt::Display) -> Self {
@@ -64,11 +68,7 @@ impl Reject {
     }
 
     fn trapped(canister: Principal, why: &str) -> Self {
-        Self {
-            code: RejectCode::CanisterError,
-            error_code: ErrorCode::CanisterCalledTrap,
-            message: format!("Canister {canister} trapped: {why}"),
-        }
+        Self::new(ErrorCode::CanisterCalledTrap, format!("Canister {canister} trapped: {why}"))
     }
 }
 

@@ -704,3 +704,70 @@ fn create_canister_and_withdraw_with_a_creation_time_run_once() {
     let ahead = NOW + crate::ledger::PERMITTED_DRIFT_NS + 1;
     assert!(call(&mut system, &mut host, "withdraw", withdraw_at(ahead)).contains("CreatedInFuture"));
 }
+
+/// ICRC-1: only structurally equal transactions are duplicates, on both
+/// ledgers' ICRC-1 endpoints: a transfer to `{ owner; subaccount = null }`
+/// and one to `{ owner; subaccount = opt [0; 32] }` are two (DFINITY's
+/// suite checks it: `icrc1:tx_deduplication`), and so are one that names
+/// the fee and one that does not. The ICP ledger's legacy `transfer` is
+/// deduplicated as the ICP ledger does it, by account identifier: there a
+/// `from_subaccount` of `null` or of 32 zeros is one sender.
+#[test]
+fn transfers_are_deduplicated_as_sent_and_the_legacy_one_by_account_identifier() {
+    for (ledger, fee) in [(ICP_LEDGER, ICP_LEDGER_FEE_E8S), (CYCLES_LEDGER, CYCLES_LEDGER_FEE)] {
+        let mut system = SystemCanisters::new();
+        icrc1_transfer(&mut system, ledger, Principal::anonymous(), user(1), 100 * fee, None).unwrap();
+        let to = |subaccount: Option<Vec<u8>>, fee: Option<u128>| TransferArg {
+            from_subaccount: None,
+            to: Account { owner: user(2), subaccount },
+            amount: 10u8.into(),
+            fee: fee.map(Nat::from),
+            memo: Some(vec![0]),
+            created_at_time: Some(NOW),
+        };
+        let mut send = |arg: TransferArg| -> Result<Nat, TransferError> {
+            call(&mut system, ledger, user(1), "icrc1_transfer", arg).unwrap()
+        };
+        let block = |n: u8| Ok(Nat::from(n));
+        let duplicate = |n: u8| Err(TransferError::Duplicate { duplicate_of: Nat::from(n) });
+        assert_eq!(send(to(None, None)), block(2));
+        assert_eq!(send(to(Some(vec![0; 32]), None)), block(3), "{ledger}: not a duplicate");
+        assert_eq!(send(to(None, Some(fee))), block(4), "{ledger}: not a duplicate either");
+        assert_eq!(send(to(None, None)), duplicate(2), "{ledger}");
+        assert_eq!(send(to(Some(vec![0; 32]), None)), duplicate(3), "{ledger}");
+        assert_eq!(send(to(None, Some(fee))), duplicate(4), "{ledger}");
+        assert_eq!(balance(&system, ledger, user(2)), 30);
+    }
+    #[derive(CandidType)]
+    struct TimeStamp {
+        timestamp_nanos: u64,
+    }
+    #[derive(CandidType)]
+    struct Legacy {
+        memo: u64,
+        amount: Tokens,
+        fee: Tokens,
+        from_subaccount: Option<Vec<u8>>,
+        to: Vec<u8>,
+        created_at_time: Option<TimeStamp>,
+    }
+    let mut system = SystemCanisters::new();
+    let to = crate::ledger::account_identifier(&crate::ledger::Account::of(user(2))).to_vec();
+    let from = |from_subaccount| Legacy {
+        memo: 7,
+        amount: Tokens { e8s: 10 },
+        fee: Tokens { e8s: 10_000 },
+        from_subaccount,
+        to: to.clone(),
+        created_at_time: Some(TimeStamp { timestamp_nanos: NOW }),
+    };
+    let mut send = |arg: Legacy| -> Result<u64, LegacyTransferError> {
+        call(&mut system, ICP_LEDGER, Principal::anonymous(), "transfer", arg).unwrap()
+    };
+    assert_eq!(send(from(None)), Ok(1));
+    assert_eq!(send(from(Some(vec![0; 32]))), Err(LegacyTransferError::TxDuplicate { duplicate_of: 1 }));
+    assert_eq!(
+        send(from(Some(vec![1; 32]))),
+        Err(LegacyTransferError::InsufficientFunds { balance: Balance { e8s: 0 } })
+    );
+}
