@@ -17,7 +17,6 @@ mod ingress;
 mod keys;
 mod ledger;
 pub mod management;
-mod reject;
 mod saved;
 #[cfg(feature = "sim")]
 pub mod sim_engine;
@@ -28,7 +27,10 @@ pub use certified_state::{
 };
 pub use engine::{CallsInFlight, Engine, EngineStatus};
 pub use ic::{Effective, Ic, IcState, NetworkView, SubnetView};
+/// The management canister's argument and result types, as its methods
+/// and [`Engine`] name them.
+pub use ic_management_canister_types;
+pub use ic_reject::Reject;
 pub use ingress::routed_to;
 pub use keys::Keys;
-pub use reject::Reject;
 pub use saved::Encode;

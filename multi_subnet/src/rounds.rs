@@ -66,7 +66,7 @@ pub fn tick_until<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::{EngineKind, Reject, RejectCode};
+    use crate::engines::{EngineKind, Reject};
 
     /// Answers each message after a scripted number of ticks.
     struct ScriptedEngine {
@@ -111,6 +111,15 @@ mod tests {
         fn cycle_balance(&mut self, _: Principal) -> Result<u128> {
             unreachable!()
         }
+        fn call_management(
+            &mut self,
+            _: Principal,
+            _: Principal,
+            _: &str,
+            _: Vec<u8>,
+        ) -> Result<IngressOutcome> {
+            unreachable!()
+        }
         fn query(&mut self, _: Principal, _: Principal, _: &str, _: Vec<u8>) -> IngressOutcome {
             unreachable!()
         }
@@ -141,7 +150,7 @@ mod tests {
 
     #[test]
     fn passes_rejects_through() {
-        let reject = Reject { code: RejectCode::CanisterError, message: "trapped".into() };
+        let reject = Reject::new(ic_reject::ErrorCode::CanisterCalledTrap, "trapped");
         let mut engine = ScriptedEngine::new(1, Err(reject.clone()));
         assert_eq!(run(&mut engine, 10).unwrap().outcome, Err(reject));
     }

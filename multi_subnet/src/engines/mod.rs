@@ -127,8 +127,9 @@ impl EngineFactory {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IngressId(pub usize);
 
-/// An IC reject: its code and message (the simulator's type; the PocketIC
-/// engine gives its rejects the same shape).
+/// An IC reject: its error code, reject code and message (`ic_reject`'s,
+/// the simulator's and the model's; the PocketIC engine converts its
+/// rejects to it).
 pub use ::sim::Reject;
 
 /// The final state of an ingress message: the reply bytes or the reject.
@@ -168,6 +169,17 @@ pub trait Engine {
 
     /// The canister's cycle balance now.
     fn cycle_balance(&mut self, canister: Principal) -> Result<u128>;
+
+    /// An update call from `sender` to the management canister about
+    /// `target` (its effective canister id), executed to its end: the IC's
+    /// answer, or why there is none.
+    fn call_management(
+        &mut self,
+        target: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<IngressOutcome>;
 
     /// A query call; it changes nothing.
     fn query(&mut self, canister: Principal, sender: Principal, method: &str, arg: Vec<u8>)

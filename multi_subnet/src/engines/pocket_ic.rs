@@ -4,12 +4,13 @@
 
 use anyhow::{Context, Result, anyhow};
 use candid::Principal;
-use pocket_ic::common::rest::RawMessageId;
+use pocket_ic::common::rest::{RawEffectivePrincipal, RawMessageId};
 use pocket_ic::{PocketIc, PocketIcBuilder};
 use url::Url;
 
 use super::pocket_ic_server::PocketIcServer;
-use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, RejectCode, TimeStep};
+use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
+use ic_reject::ErrorCode;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
@@ -136,6 +137,21 @@ impl Engine for PocketIcEngine {
         Ok(self.pic.cycle_balance(canister))
     }
 
+    fn call_management(
+        &mut self,
+        target: Principal,
+        sender: Principal,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<IngressOutcome> {
+        let effective = RawEffectivePrincipal::CanisterId(target.as_slice().to_vec());
+        let management = Principal::management_canister();
+        Ok(self
+            .pic
+            .update_call_with_effective_principal(management, effective, sender, method, arg)
+            .map_err(reject))
+    }
+
     fn query(
         &mut self,
         canister: Principal,
@@ -152,14 +168,17 @@ impl Engine for PocketIcEngine {
     }
 }
 
+/// PocketIC's reject as the harness's, at this engine's edge: its error
+/// code, found by its number. One that `ic-error-types` does not know yet
+/// becomes a code of the same reject code.
 fn reject(e: pocket_ic::RejectResponse) -> Reject {
-    let code = match e.reject_code {
-        pocket_ic::RejectCode::SysFatal => RejectCode::SysFatal,
-        pocket_ic::RejectCode::SysTransient => RejectCode::SysTransient,
-        pocket_ic::RejectCode::DestinationInvalid => RejectCode::DestinationInvalid,
-        pocket_ic::RejectCode::CanisterReject => RejectCode::CanisterReject,
-        pocket_ic::RejectCode::CanisterError => RejectCode::CanisterError,
-        pocket_ic::RejectCode::SysUnknown => RejectCode::SysUnknown,
-    };
-    Reject { code, message: e.reject_message }
+    let error_code = ic_reject::error_code(e.error_code as u64).unwrap_or(match e.reject_code {
+        pocket_ic::RejectCode::SysFatal => ErrorCode::SubnetOversubscribed,
+        pocket_ic::RejectCode::SysTransient => ErrorCode::CanisterQueueFull,
+        pocket_ic::RejectCode::DestinationInvalid => ErrorCode::CanisterNotFound,
+        pocket_ic::RejectCode::CanisterReject => ErrorCode::CanisterRejectedMessage,
+        pocket_ic::RejectCode::CanisterError => ErrorCode::CanisterCalledTrap,
+        pocket_ic::RejectCode::SysUnknown => ErrorCode::ResponseDropped,
+    });
+    Reject::new(error_code, e.reject_message)
 }

@@ -27,7 +27,8 @@ fn charts_name_engine_topology_and_every_strategy_and_render() {
         panic!("not a sweep");
     };
     let factory = EngineFactory::Sim;
-    let runs = sweep::run(&factory, &spec.grid(), &canister_wasm::caller_and_callee().unwrap(), || {}).unwrap();
+    let runs =
+        sweep::run(&factory, &spec.grid(), &canister_wasm::caller_and_callee().unwrap(), || {}).unwrap();
     let report = SweepReport {
         engine: factory.kind(),
         metering: Metering::Replica,

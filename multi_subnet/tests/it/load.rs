@@ -14,7 +14,8 @@ fn sweep(args: &str) -> Vec<Row> {
     let Some(Command::Sweep(spec)) = Cli::try_parse_from(args.split_whitespace()).unwrap().command else {
         panic!("not a sweep");
     };
-    sweep::run(&EngineFactory::Sim, &spec.grid(), &canister_wasm::caller_and_callee().unwrap(), || {}).unwrap()
+    sweep::run(&EngineFactory::Sim, &spec.grid(), &canister_wasm::caller_and_callee().unwrap(), || {})
+        .unwrap()
 }
 
 #[test]
