@@ -73,7 +73,7 @@ impl<E: Engine> Ic<E> {
             // The effective canister id routes the call; one that names
             // another canister is refused before execution.
             routed_to(effective, canister)
-                .map_err(|why| Reject::new(ic_error_types::ErrorCode::CanisterNotFound, why))?;
+                .map_err(|why| Reject::new(ic_error_types::ErrorCode::CanisterNotFound, why.to_string()))?;
             Outcome::InEngine(self.engine.submit_call(canister, sender, method, arg)?)
         };
         let ingress = &mut self.state.ingress;
@@ -168,17 +168,46 @@ impl<E: Engine> Ic<E> {
     }
 }
 
-/// Whether a call routed by `effective` may go to `canister`: the effective
-/// canister id must be the canister itself (or absent); why not, if not.
-pub fn routed_to(effective: Effective, canister: Principal) -> Result<(), String> {
+/// Why an ingress message may not go to the canister it names: the
+/// effective canister id it was routed by names something else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Misrouted {
+    /// A subnet: only the management canister takes such messages.
+    ToSubnet {
+        /// The subnet the message was routed by.
+        effective: Principal,
+        /// The canister it names.
+        canister: Principal,
+    },
+    /// Another canister.
+    ToOtherCanister {
+        /// The canister the message was routed by.
+        effective: Principal,
+        /// The canister it names.
+        canister: Principal,
+    },
+}
+
+impl std::fmt::Display for Misrouted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ToSubnet { effective, canister } => {
+                write!(f, "the effective principal {effective} is a subnet, not the canister {canister}")
+            }
+            Self::ToOtherCanister { effective, canister } => {
+                write!(f, "the effective principal {effective} does not match the canister {canister}")
+            }
+        }
+    }
+}
+
+/// Whether a call routed by `effective` may go to `canister`: the
+/// effective canister id must be the canister itself (or absent).
+pub fn routed_to(effective: Effective, canister: Principal) -> Result<(), Misrouted> {
     match effective {
         Effective::None => Ok(()),
         Effective::Canister(id) if id == canister => Ok(()),
-        Effective::Subnet(id) => Err(format!(
-            "RequestRoutingError(the effective principal {id} is a subnet, not the canister {canister})"
-        )),
-        Effective::Canister(id) => Err(format!(
-            "RequestRoutingError(the effective principal {id} does not match the canister {canister})"
-        )),
+        Effective::Subnet(effective) => Err(Misrouted::ToSubnet { effective, canister }),
+        Effective::Canister(effective) => Err(Misrouted::ToOtherCanister { effective, canister }),
     }
 }

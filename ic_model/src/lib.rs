@@ -31,6 +31,6 @@ pub use ic::{Effective, Ic, IcState, NetworkView, SubnetView};
 /// and [`Engine`] name them.
 pub use ic_management_canister_types;
 pub use ic_reject::Reject;
-pub use ingress::routed_to;
+pub use ingress::{Misrouted, routed_to};
 pub use keys::Keys;
 pub use saved::Encode;

@@ -2,7 +2,7 @@
 //! API adds to it (its message ids, effective principals, topology).
 
 use candid::Principal;
-use ic_model::{Effective, Ic, Keys, Reject, routed_to};
+use ic_model::{Effective, Ic, Keys, Misrouted, Reject, routed_to};
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{RawCanisterCall, RawEffectivePrincipal, RawMessageId, Topology};
 use sim::Sim;
@@ -64,7 +64,7 @@ pub fn submit(
             instance.subnet_for(routed).map_err(ApiError::bad_request)?;
         }
     } else {
-        routed_to(routed, canister).map_err(ApiError::bad_request)?;
+        routed_to(routed, canister).map_err(misrouted)?;
     }
     let number = match instance.submit(routed, canister, sender, &call.method, call.payload) {
         Ok(number) => number,
@@ -111,12 +111,17 @@ pub fn await_message(instance: &mut Instance, id: &RawMessageId) -> Result<CallR
     )))
 }
 
+/// PocketIC's answer to a message its effective principal misroutes.
+fn misrouted(why: Misrouted) -> ApiError {
+    ApiError::bad_request(format!("RequestRoutingError({why})"))
+}
+
 /// `read/query`.
 pub fn query(instance: &mut Instance, call: RawCanisterCall) -> Result<CallResult, ApiError> {
     let sender = principal(&call.sender, "sender")?;
     let canister = principal(&call.canister_id, "canister id")?;
     if canister != Principal::management_canister() {
-        routed_to(effective(&call.effective_principal)?, canister).map_err(ApiError::bad_request)?;
+        routed_to(effective(&call.effective_principal)?, canister).map_err(misrouted)?;
     }
     Ok(instance.query(canister, sender, &call.method, call.payload))
 }
