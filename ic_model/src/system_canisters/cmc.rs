@@ -10,15 +10,11 @@ use std::collections::BTreeMap;
 
 use super::cycles_ledger::CyclesLedger;
 use super::icp_ledger::{Deposit, IcpLedger};
-use super::{CYCLES_MINTING_CANISTER, Host, Reject, Rejects, argument, reply};
+use super::{
+    CYCLES_MINTING_CANISTER, Host, MEMO_CREATE_CANISTER, MEMO_MINT_CYCLES, Reject, Rejects, argument, reply,
+};
 use crate::ledger::{self, account_identifier};
 
-/// The memo of an ICP transfer to be turned into cycles (`MINT`).
-pub const MEMO_MINT_CYCLES: u64 = 0x544e_494d;
-/// The memo of an ICP transfer to pay for a canister (`CREA`).
-pub const MEMO_CREATE_CANISTER: u64 = 0x4145_5243;
-/// The memos the cycles minting canister acts on.
-pub const MEMOS: [u64; 2] = [MEMO_MINT_CYCLES, MEMO_CREATE_CANISTER];
 /// The simulator's fixed rate: 3.5 XDR for an ICP, so 3.5T cycles (a
 /// trillion cycles are an XDR), 35,000 cycles an e8.
 pub const XDR_PERMYRIAD_PER_ICP: u64 = 35_000;

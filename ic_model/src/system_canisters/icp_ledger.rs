@@ -241,7 +241,7 @@ impl IcpLedger {
         use ledger::TransferError as E;
         let refused = match self.book.transfer(transfer, now) {
             Ok(block) => {
-                if super::cmc::MEMOS.contains(&deposit.memo) {
+                if super::CMC_MEMOS.contains(&deposit.memo) {
                     self.deposits.insert(block, deposit);
                     if self.deposits.len() > KEPT_DEPOSITS {
                         self.deposits.pop_first();

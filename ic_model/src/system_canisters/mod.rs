@@ -26,6 +26,15 @@ pub const CYCLES_LEDGER: Principal = Principal::from_slice(&[0, 0, 0, 0, 2, 16, 
 pub const CYCLES_MINTING_CANISTER: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 4, 1, 1]);
 /// The system canisters, by id.
 pub const CANISTERS: [Principal; 3] = [ICP_LEDGER, CYCLES_LEDGER, CYCLES_MINTING_CANISTER];
+/// The memo of an ICP transfer to the cycles minting canister to be
+/// turned into cycles (`MINT`).
+pub const MEMO_MINT_CYCLES: u64 = 0x544e_494d;
+/// The memo of an ICP transfer to the cycles minting canister to pay for a
+/// canister (`CREA`).
+pub const MEMO_CREATE_CANISTER: u64 = 0x4145_5243;
+/// The memos the cycles minting canister acts on: the ICP ledger keeps the
+/// transfers that carry one for the notifications that follow.
+const CMC_MEMOS: [u64; 2] = [MEMO_MINT_CYCLES, MEMO_CREATE_CANISTER];
 /// The NNS governance canister (`rrkah-fqaaa-aaaaa-aaaaq-cai`): the ICP
 /// ledger's minting account is its default account.
 pub const GOVERNANCE: Principal = Principal::from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 1, 1]);

@@ -448,7 +448,7 @@ fn icp_sent_to_the_cmc_with_the_create_memo_pays_for_one_canister_or_comes_back(
         Decode!(&answer.unwrap().unwrap(), Result<Principal, cmc::NotifyError>).unwrap()
     };
     let icp = |system: &SystemCanisters| balance(system, ICP_LEDGER, anonymous);
-    let block = send_to_cmc(&mut system, anonymous, cmc::MEMO_CREATE_CANISTER, 200_000_000);
+    let block = send_to_cmc(&mut system, anonymous, MEMO_CREATE_CANISTER, 200_000_000);
     let canister = notify(&mut system, &mut host, block).unwrap();
     assert_eq!(notify(&mut system, &mut host, block), Ok(canister), "notified twice, created once");
     let cycles = 200_000_000 * u128::from(cmc::XDR_PERMYRIAD_PER_ICP);
@@ -457,7 +457,7 @@ fn icp_sent_to_the_cmc_with_the_create_memo_pays_for_one_canister_or_comes_back(
 
     // A creation that fails sends the ICP back, less the ledger's fee, once.
     let before = icp(&system);
-    let block = send_to_cmc(&mut system, anonymous, cmc::MEMO_CREATE_CANISTER, 200_000_000);
+    let block = send_to_cmc(&mut system, anonymous, MEMO_CREATE_CANISTER, 200_000_000);
     host.refuse = true;
     let refused = notify(&mut system, &mut host, block);
     let Err(cmc::NotifyError::Refunded { reason, block_index: Some(_) }) = &refused else {
@@ -467,7 +467,7 @@ fn icp_sent_to_the_cmc_with_the_create_memo_pays_for_one_canister_or_comes_back(
     assert_eq!(icp(&system), before - 2 * ICP_LEDGER_FEE_E8S, "both transfers' fees paid");
     assert_eq!(notify(&mut system, &mut host, block), refused, "refunded once");
     // A block sent with the MINT memo buys no canister.
-    let mint = send_to_cmc(&mut system, anonymous, cmc::MEMO_MINT_CYCLES, 200_000_000);
+    let mint = send_to_cmc(&mut system, anonymous, MEMO_MINT_CYCLES, 200_000_000);
     assert!(matches!(notify(&mut system, &mut host, mint), Err(cmc::NotifyError::InvalidTransaction(_))));
 }
 
@@ -499,7 +499,7 @@ fn icp_sent_to_the_cmc_with_the_mint_memo_becomes_cycles_once() {
             system.query(&FakeHost::default(), ICP_LEDGER, "icrc1_total_supply", &Encode!().unwrap());
         Decode!(&answer.unwrap().unwrap(), Nat).unwrap()
     };
-    let minted_block = send(&mut system, cmc::MEMO_MINT_CYCLES);
+    let minted_block = send(&mut system, MEMO_MINT_CYCLES);
     let supply_before = supply(&system);
     let minted = notify(&mut system, anonymous, minted_block).unwrap();
     let expected = 100_000_000 * u128::from(cmc::XDR_PERMYRIAD_PER_ICP);
@@ -515,7 +515,7 @@ fn icp_sent_to_the_cmc_with_the_mint_memo_becomes_cycles_once() {
         notify(&mut system, anonymous, other_memo),
         Err(cmc::NotifyError::InvalidTransaction(_))
     ));
-    let another_block = send(&mut system, cmc::MEMO_MINT_CYCLES);
+    let another_block = send(&mut system, MEMO_MINT_CYCLES);
     assert!(
         matches!(notify(&mut system, user(1), another_block), Err(cmc::NotifyError::InvalidTransaction(_))),
         "not the caller's subaccount"
