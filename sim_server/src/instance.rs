@@ -2,7 +2,7 @@
 //! API adds to it (its message ids, effective principals, topology).
 
 use candid::Principal;
-use ic_model::{Effective, Ic, Keys, Misrouted, Reject, routed_to};
+use ic_model::{Effective, Ic, Keys, Misrouted, Reject, SubnetRanges, routed_to};
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{RawCanisterCall, RawEffectivePrincipal, RawMessageId, Topology};
 use sim::Sim;
@@ -38,7 +38,10 @@ fn effective(raw: &RawEffectivePrincipal) -> Result<Effective, ApiError> {
 }
 
 pub fn topology(instance: &Instance) -> Topology {
-    topology::of(&instance.engine.subnets())
+    let subnets = instance.certified().subnets();
+    let ranges: Vec<_> =
+        subnets.iter().map(|s| SubnetRanges { id: s.id, ranges: s.ranges.clone() }).collect();
+    topology::of(&ranges)
 }
 
 /// The canister, for an endpoint that PocketIC refuses for a missing one.
