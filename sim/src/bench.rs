@@ -7,11 +7,10 @@
 //! the simulator ran them.
 
 use candid::Principal;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::code::Recorded;
 use crate::code::{self, Replayer};
-use crate::sim::SimError;
+use crate::error::SimError;
 
 /// A [`crate::SimBuilder`] that can make its simulator keep traces.
 pub trait Tracing {
@@ -25,12 +24,6 @@ pub trait Traced {
     /// The committed executions of a canister since it was created (or
     /// since the last call).
     fn take_trace(&mut self, id: Principal) -> Result<Vec<Recorded>, SimError>;
-}
-
-/// The next place in the order of traced executions.
-pub(crate) fn next_order() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A recorded execution that trapped when replayed: the recording does not

@@ -80,13 +80,14 @@ impl HostMemory {
     }
 
     /// Why `bytes` (`copies` copies of what `what` grows) were refused.
-    pub fn refusal(&self, what: &str, bytes: u64, copies: u64) -> String {
-        format!(
-            "{what} would take {} ({copies} copies) of the simulator's host-memory budget of {}, of which {} is held",
-            Bytes(bytes),
-            Bytes(self.limit()),
-            Bytes(self.used()),
-        )
+    pub fn refusal(&self, what: &str, bytes: u64, copies: u64) -> OverBudget {
+        OverBudget {
+            what: what.into(),
+            bytes: Bytes(bytes),
+            copies,
+            limit: Bytes(self.limit()),
+            held: Bytes(self.used()),
+        }
     }
 
     /// Takes `bytes` if they fit.
@@ -198,7 +199,7 @@ impl StoreLimiter {
             self.last = bytes;
             return Ok(true);
         }
-        self.refused = Some(self.held.budget().refusal(&what(by), bytes, copies));
+        self.refused = Some(self.held.budget().refusal(&what(by), bytes, copies).to_string());
         Err(LimiterError::ResourceLimiterDeniedAllocation)
     }
 
@@ -253,8 +254,26 @@ impl ResourceLimiter for StoreLimiter {
     }
 }
 
+/// Memory the budget refused: what was to grow, and what it would have taken.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{what} would take {bytes} ({copies} copies) of the simulator's host-memory budget of {limit}, of which {held} is held"
+)]
+pub struct OverBudget {
+    /// What was to grow, as `growing stable memory by 1 MiB`.
+    what: String,
+    /// What it would have taken, every copy counted.
+    bytes: Bytes,
+    /// How many copies of it the simulator holds.
+    copies: u64,
+    /// The budget.
+    limit: Bytes,
+    /// What was held of the budget then.
+    held: Bytes,
+}
+
 /// A byte count as people read it (`12 GiB`, `64 KiB`, `100 bytes`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bytes(pub u64);
 
 impl fmt::Display for Bytes {

@@ -63,6 +63,7 @@ pub mod bench;
 mod canister;
 mod code;
 mod cycles;
+mod error;
 mod host_memory;
 mod message;
 mod metering;
@@ -75,14 +76,14 @@ mod system_api;
 mod validation;
 
 pub use cycles::CANISTER_CREATION_FEE;
-pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
+pub use error::{RestoreError, SaveError, SimError};
+pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory, OverBudget};
 pub use message::{ErrorCode, MessageId, Reject, RejectCode};
 pub use module::is_memory64;
-pub use persist::{RestoreError, SaveError, SavedSim};
+pub use persist::SavedSim;
 pub use sim::{
     Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, ONE_SECOND_NS, OutsideCall, Outstanding, RoundLimits,
-    Settings, Sim, SimBuilder, SimConfig, SimError, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT,
-    canister_id,
+    Settings, Sim, SimBuilder, SimConfig, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,
 };
 pub use stats::{CallsFrom, CanisterStats, RejectCounts};
 pub use system_api::{CYCLES_MINTING_CANISTER, LogRecord};

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::canister::{Canister, SavedCanister};
 use crate::code::{self, Metering};
+use crate::error::{RestoreError, SaveError};
 use crate::host_memory::HostMemory;
 use crate::message::MessageId;
 use crate::sim::{FaultState, IngressState, Outside, Sim, SimBuilder, SimConfig, Subnet};
@@ -44,16 +45,6 @@ impl SavedSim {
     /// bumped whenever any saved type changes.
     pub const FORMAT: u32 = 4;
 }
-
-/// Why a simulator could not be saved.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("cannot save the simulator: {0}")]
-pub struct SaveError(pub(crate) String);
-
-/// Why a saved simulator could not be restored.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("cannot restore the simulator: {0}")]
-pub struct RestoreError(pub(crate) String);
 
 impl Sim {
     /// Everything needed to resume this simulator between ticks/messages.

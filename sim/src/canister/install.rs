@@ -8,9 +8,9 @@ use wasmi::{Engine, Store};
 use super::rollback::Installed;
 use super::{Canister, Output};
 use crate::code::{Code, CompiledModule, Entry, Snapshot};
+use crate::error::SimError;
 use crate::message::{CallContextId, ErrorCode, Message, Payload};
 use crate::module::START_EXPORT;
-use crate::sim::SimError;
 use crate::stable::StableMemory;
 use crate::system_api::{self, EntryKind, MessageContext, SystemState};
 

@@ -7,6 +7,7 @@ mod install;
 mod persist;
 mod query;
 mod rollback;
+mod traps;
 
 use candid::Principal;
 use serde::{Deserialize, Serialize};
@@ -18,13 +19,14 @@ use crate::cycles;
 use crate::message::{
     CallContextId, CallbackId, ErrorCode, Ingress, Message, MessageId, Payload, Reject, Request, Response,
 };
-use crate::sim::TrapInjector;
 use crate::stats::CanisterStats;
 use crate::system_api::{self, EntryKind, MessageContext, SystemState};
 use call_context::{CallContext, Callback, Origin};
 pub use install::{InstallMode, Installation};
 pub use persist::SavedCanister;
 use rollback::Installed;
+pub use traps::TrapRate;
+pub(crate) use traps::{TrapInjector, chance};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CanisterStatus {

@@ -8,11 +8,11 @@ use wasmi::Engine;
 
 use super::call_context::{CallContext, Callback};
 use super::rollback::Installed;
+use super::traps::TrapInjector;
 use super::{Canister, CanisterStatus};
 use crate::code::{Code, CompiledModule, MemoryImage, SavedSnapshot};
+use crate::error::{RestoreError, SaveError};
 use crate::message::{CallContextId, CallbackId, Message};
-use crate::persist::{RestoreError, SaveError};
-use crate::sim::TrapInjector;
 use crate::stable::{MAX_PAGES, PAGE_SIZE, StableMemory};
 use crate::stats::CanisterStats;
 use crate::system_api::LogRecord;
@@ -117,7 +117,7 @@ impl Canister {
             return Err(fail(format!("its stable memory is larger than {MAX_PAGES} pages")));
         }
         state.stable = StableMemory::from_bytes(saved.stable.to_memory());
-        state.hold_stable().map_err(fail)?;
+        state.hold_stable().map_err(|e| fail(e.to_string()))?;
         state.controllers = saved.controllers;
         state.env_vars = saved.env_vars;
         state.balance = saved.balance;
@@ -134,8 +134,8 @@ impl Canister {
         if let Some(code) = saved.code {
             let module =
                 modules.get(code.module).ok_or_else(|| fail(format!("no module {}", code.module)))?;
-            let (code, checkpoint) =
-                Code::resume(&mut canister.store, module.clone(), code.instance).map_err(fail)?;
+            let (code, checkpoint) = Code::resume(&mut canister.store, module.clone(), code.instance)
+                .map_err(|e| fail(e.to_string()))?;
             canister.code =
                 Some(Installed { code, checkpoint, log: vec![], instructions_since_checkpoint: 0 });
         }

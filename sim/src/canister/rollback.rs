@@ -1,5 +1,6 @@
 //! Running an entry point: commit its effects, or drop them and roll back.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use wasmi::Store;
 
 use super::{Canister, Output};
@@ -101,7 +102,7 @@ impl Canister {
             (None, tape) => {
                 let recorded = Recorded { entry, tape: tape.expect("recorded when kept"), order: 0 };
                 if let Some(trace) = self.trace.as_mut() {
-                    trace.push(Recorded { order: crate::bench::next_order(), ..recorded.clone() });
+                    trace.push(Recorded { order: next_order(), ..recorded.clone() });
                 }
                 installed.commit(&self.store, recorded, instructions);
                 if bumps_version {
@@ -167,4 +168,10 @@ impl Canister {
         state.balance -= charged;
         self.stats.cycles_consumed += charged;
     }
+}
+
+/// The next place in the order of traced executions (see [`crate::bench`]).
+fn next_order() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }

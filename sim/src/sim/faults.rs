@@ -3,11 +3,11 @@
 
 use candid::Principal;
 use rand_pcg::Pcg64Mcg;
-use rand_pcg::rand_core::{Rng, SeedableRng};
+use rand_pcg::rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::{InstallMode, Sim, SimError};
-use crate::canister::CanisterStatus;
+use crate::canister::{CanisterStatus, TrapInjector, TrapRate, chance};
 use crate::message::{ErrorCode, Payload, Response};
 
 /// Faults to inject with [`Sim::inject_faults`]. Rounds are tick numbers:
@@ -37,15 +37,6 @@ pub struct Traps {
     pub canister: Principal,
     /// Which of its executions trap.
     pub rate: TrapRate,
-}
-
-/// Which executions trap.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-pub enum TrapRate {
-    /// Each one with this probability.
-    Fraction(f64),
-    /// The k-th, 2k-th, ... (0: none).
-    EveryKth(u64),
 }
 
 /// A subnet that executes nothing, inducts nothing and expires no deadline
@@ -93,31 +84,6 @@ pub enum Action {
     },
 }
 
-/// Decides which executions of one canister trap.
-#[derive(Clone, Serialize, Deserialize)]
-pub(crate) struct TrapInjector {
-    rate: TrapRate,
-    rng: Pcg64Mcg,
-    executions: u64,
-}
-
-impl TrapInjector {
-    /// Whether the next execution traps.
-    pub(crate) fn fires(&mut self) -> bool {
-        self.executions += 1;
-        match self.rate {
-            TrapRate::Fraction(p) => chance(&mut self.rng, p),
-            TrapRate::EveryKth(k) => k > 0 && self.executions.is_multiple_of(k),
-        }
-    }
-}
-
-/// True with probability `p`.
-fn chance(rng: &mut Pcg64Mcg, p: f64) -> bool {
-    let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    p > 0.0 && unit < p
-}
-
 /// The faults still to come, and what was done.
 #[derive(Clone, Default, Serialize, Deserialize)]
 pub(crate) struct FaultState {
@@ -142,8 +108,7 @@ impl Sim {
     pub fn inject_faults(&mut self, faults: Faults) -> Result<(), SimError> {
         for (i, traps) in faults.traps.iter().enumerate() {
             let rng = Pcg64Mcg::seed_from_u64(faults.seed.wrapping_add(1 + i as u64));
-            let injector = TrapInjector { rate: traps.rate, rng, executions: 0 };
-            self.canister_mut(traps.canister)?.inject_traps(injector);
+            self.canister_mut(traps.canister)?.inject_traps(TrapInjector::new(traps.rate, rng));
         }
         let mut events = faults.events;
         events.sort_by_key(|e| e.round);
@@ -239,27 +204,6 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_kth_traps_exactly_those() {
-        let rng = Pcg64Mcg::seed_from_u64(0);
-        let mut injector = TrapInjector { rate: TrapRate::EveryKth(3), rng, executions: 0 };
-        let fired: Vec<bool> = (0..7).map(|_| injector.fires()).collect();
-        assert_eq!(fired, [false, false, true, false, false, true, false]);
-    }
-
-    #[test]
-    fn a_fraction_traps_about_that_fraction_and_the_seed_decides_which() {
-        let fired = |seed| {
-            let rng = Pcg64Mcg::seed_from_u64(seed);
-            let mut injector = TrapInjector { rate: TrapRate::Fraction(0.1), rng, executions: 0 };
-            (0..10_000).map(|_| injector.fires()).collect::<Vec<_>>()
-        };
-        let count = fired(1).iter().filter(|&&f| f).count();
-        assert!((900..1100).contains(&count), "{count}");
-        assert_eq!(fired(1), fired(1));
-        assert_ne!(fired(1), fired(2));
-    }
 
     #[test]
     fn stalls_cover_their_rounds_only() {

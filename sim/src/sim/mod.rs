@@ -4,40 +4,33 @@
 //! `tick()`, read their status.
 
 use candid::Principal;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::bench::{Recorded, Traced};
+use crate::bench::Traced;
 use crate::canister::{Canister, CanisterStatus, InstallMode, Installation};
-use crate::code;
+use crate::code::{self, Recorded};
 use crate::host_memory::HostMemory;
-use crate::message::{ErrorCode, Ingress, Message, MessageId, Payload, Reject};
+use crate::message::MessageId;
 use crate::stats::CanisterStats;
 use crate::system_api::{ApiLimits, Hosting, LogRecord, SystemState};
 
 mod config;
-mod error;
 mod faults;
+mod ingress;
 mod outside;
 mod routing;
 mod scheduler;
 
+pub use crate::canister::TrapRate;
+pub use crate::error::SimError;
 pub use config::{ONE_SECOND_NS, RoundLimits, SimBuilder, SimConfig, UPDATE_CALL_ROUND_LIMIT};
-pub use error::SimError;
 pub(crate) use faults::FaultState;
-pub(crate) use faults::TrapInjector;
-pub use faults::{Action, Event, Faults, Stall, TrapRate, Traps};
+pub use faults::{Action, Event, Faults, Stall, Traps};
+pub(crate) use ingress::IngressState;
 pub(crate) use outside::Outside;
 pub use outside::OutsideCall;
 pub(crate) use routing::Subnet;
-use routing::not_found;
 pub use routing::{IDS_PER_SUBNET, canister_id};
-
-#[derive(Clone, Serialize, Deserialize)]
-pub(crate) enum IngressState {
-    Processing,
-    Completed(Payload),
-}
 
 /// The simulated IC.
 pub struct Sim {
@@ -208,7 +201,7 @@ impl Sim {
         };
         // Each subnet allocates from its own range, as on the IC.
         if s.next_canister >= IDS_PER_SUBNET {
-            return Err(SimError::SubnetFull { index: subnet });
+            return Err(SimError::SubnetFull { index: subnet, ids: IDS_PER_SUBNET });
         }
         let id = canister_id(subnet as u64 * IDS_PER_SUBNET + s.next_canister);
         s.next_canister += 1;
@@ -248,7 +241,7 @@ impl Sim {
         let subnets = self.subnets.len();
         let s = self.subnets.get_mut(subnet).ok_or(SimError::NoSuchSubnet { index: subnet, subnets })?;
         if number > IDS_PER_SUBNET {
-            return Err(SimError::SubnetFull { index: subnet });
+            return Err(SimError::SubnetFull { index: subnet, ids: IDS_PER_SUBNET });
         }
         s.next_canister = s.next_canister.max(number);
         Ok(())
@@ -518,98 +511,6 @@ impl Sim {
     /// [`Sim::debug_log`] holds, each line with its index and time.
     pub fn canister_log(&self, id: Principal) -> Result<Vec<LogRecord>, SimError> {
         Ok(self.canister(id)?.system_state().debug_log.records().cloned().collect())
-    }
-
-    /// Submits an update call. It is inducted in the next round of the
-    /// canister's subnet. `canister_inspect_message` may refuse it here.
-    pub fn submit_call(
-        &mut self,
-        id: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<MessageId, Reject> {
-        let time = self.time;
-        let canister = self.canisters.get_mut(&id).ok_or_else(|| not_found(id))?;
-        canister.inspect(sender, method, arg.clone(), time)?;
-        let message_id = MessageId(self.next_message);
-        self.next_message += 1;
-        let subnet = canister.subnet();
-        let ingress = Ingress { id: message_id, sender, receiver: id, method: method.into(), arg };
-        self.subnets[subnet].ingress_pool.push(Message::Ingress(ingress));
-        self.ingress.insert(message_id, IngressState::Processing);
-        Ok(message_id)
-    }
-
-    /// `None` while the message is being processed.
-    pub fn ingress_status(&self, id: MessageId) -> Option<Result<Vec<u8>, Reject>> {
-        match self.ingress.get(&id)? {
-            IngressState::Processing => None,
-            IngressState::Completed(Payload::Reply(data)) => Some(Ok(data.clone())),
-            IngressState::Completed(Payload::Reject(reject)) => Some(Err(reject.clone())),
-        }
-    }
-
-    /// Forgets an answered ingress message, as the replica prunes the
-    /// statuses of expired ones (a network that runs for long must). `false`
-    /// if it is unknown or still being processed: it is kept.
-    pub fn forget_ingress(&mut self, id: MessageId) -> bool {
-        match self.ingress.get(&id) {
-            Some(IngressState::Completed(_)) => self.ingress.remove(&id).is_some(),
-            _ => false,
-        }
-    }
-
-    /// Submits and ticks until the answer, like PocketIC's `update_call`
-    /// (which gives up after [`UPDATE_CALL_ROUND_LIMIT`] rounds).
-    pub fn update_call(
-        &mut self,
-        id: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<Vec<u8>, Reject> {
-        let message = self.submit_call(id, sender, method, arg)?;
-        for _ in 0..UPDATE_CALL_ROUND_LIMIT {
-            self.tick();
-            if let Some(outcome) = self.ingress_status(message) {
-                return outcome;
-            }
-        }
-        let message = format!("no answer to {method} after {UPDATE_CALL_ROUND_LIMIT} rounds");
-        Err(Reject::new(ErrorCode::IngressMessageTimeout, message))
-    }
-
-    /// Runs a query; nothing it does is kept. It reads no certificate
-    /// (`data_certificate_present` is 0): the simulator signs nothing; a
-    /// network that certifies its state uses [`Sim::query_call_certified`].
-    pub fn query_call(
-        &mut self,
-        id: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<Vec<u8>, Reject> {
-        self.query_call_certified(id, sender, method, arg, None)
-    }
-
-    /// Runs a query that reads `data_certificate` (CBOR, the subnet's
-    /// certificate of the canister's certified data) through
-    /// `ic0.data_certificate_copy`; nothing it does is kept.
-    pub fn query_call_certified(
-        &mut self,
-        id: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-        data_certificate: Option<Vec<u8>>,
-    ) -> Result<Vec<u8>, Reject> {
-        let time = self.time;
-        let canister = self.canisters.get_mut(&id).ok_or_else(|| not_found(id))?;
-        match canister.query(sender, method, arg, time, data_certificate) {
-            Payload::Reply(data) => Ok(data),
-            Payload::Reject(reject) => Err(reject),
-        }
     }
 }
 

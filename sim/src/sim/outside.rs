@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::Sim;
-use crate::SimError;
 use crate::canister::Output;
+use crate::error::SimError;
 use crate::message::{Payload, Reject, Request, Response};
 
 /// A call from a canister to one hosted outside, waiting for its answer

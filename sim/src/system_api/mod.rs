@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use wasmi::{Caller, Engine, Error, Global, Memory, Store, Val};
 
-use crate::host_memory::{Bytes, Held, HostMemory, STABLE_MEMORY_COPIES, StoreLimiter};
+use crate::host_memory::{Bytes, Held, HostMemory, OverBudget, STABLE_MEMORY_COPIES, StoreLimiter};
 use crate::message::ErrorCode;
 use crate::stable::{OutOfBounds, StableMemory};
 
@@ -202,7 +202,7 @@ impl SystemState {
 
     /// Holds what stable memory takes of the budget (see
     /// [`crate::host_memory`]) if it fits: for a restored state.
-    pub fn hold_stable(&mut self) -> Result<(), String> {
+    pub fn hold_stable(&mut self) -> Result<(), OverBudget> {
         let size = self.stable.size();
         let bytes = size.saturating_mul(STABLE_MEMORY_COPIES);
         if self.stable_held.try_add(bytes) {

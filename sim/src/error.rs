@@ -1,8 +1,8 @@
-//! Why a management operation could not be done.
+//! Why the simulator refused: a management operation, a save, a restore.
 
 use candid::Principal;
 
-use crate::IDS_PER_SUBNET;
+use crate::message::ErrorCode;
 use crate::module::WasmError;
 
 /// A management operation that could not be done.
@@ -28,10 +28,12 @@ pub enum SimError {
         subnets: usize,
     },
     /// The subnet has assigned (or reserved) every id of its range.
-    #[error("subnet {index} has no canister ids left: it assigns {IDS_PER_SUBNET} at most")]
+    #[error("subnet {index} has no canister ids left: it assigns {ids} at most")]
     SubnetFull {
         /// The subnet's index.
         index: usize,
+        /// How many ids a subnet assigns ([`crate::IDS_PER_SUBNET`]).
+        ids: u64,
     },
     /// The module does not load: it is not valid wasm, imports something
     /// other than `ic0` functions, has no memory, or does not instantiate.
@@ -45,7 +47,7 @@ pub enum SimError {
         /// The trap's message.
         trap: String,
         /// The replica's error code for the trap.
-        code: crate::ErrorCode,
+        code: ErrorCode,
     },
     /// An upgrade needs code to upgrade from.
     #[error("canister {0} has no code to upgrade")]
@@ -78,3 +80,13 @@ impl From<WasmError> for SimError {
         SimError::InvalidWasm(e.to_string())
     }
 }
+
+/// Why a simulator could not be saved.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot save the simulator: {0}")]
+pub struct SaveError(pub(crate) String);
+
+/// Why a saved simulator could not be restored.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot restore the simulator: {0}")]
+pub struct RestoreError(pub(crate) String);
