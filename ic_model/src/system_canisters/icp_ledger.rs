@@ -18,8 +18,8 @@ const TOKEN: Token = Token { canister: ICP_LEDGER, symbol: "ICP", name: "Interne
 
 /// The legacy interface's amount.
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-struct Tokens {
-    e8s: u64,
+pub(super) struct Tokens {
+    pub(super) e8s: u64,
 }
 
 impl Tokens {
@@ -29,19 +29,19 @@ impl Tokens {
 }
 
 #[derive(CandidType, Deserialize)]
-struct TimeStamp {
-    timestamp_nanos: u64,
+pub(super) struct TimeStamp {
+    pub(super) timestamp_nanos: u64,
 }
 
 /// The legacy `transfer`'s argument.
 #[derive(CandidType, Deserialize)]
-struct TransferArgs {
-    memo: u64,
-    amount: Tokens,
-    fee: Tokens,
-    from_subaccount: Option<Vec<u8>>,
-    to: Vec<u8>,
-    created_at_time: Option<TimeStamp>,
+pub(super) struct TransferArgs {
+    pub(super) memo: u64,
+    pub(super) amount: Tokens,
+    pub(super) fee: Tokens,
+    pub(super) from_subaccount: Option<Vec<u8>>,
+    pub(super) to: Vec<u8>,
+    pub(super) created_at_time: Option<TimeStamp>,
 }
 
 /// What the legacy `transfer` is deduplicated by: the transaction it makes

@@ -1,4 +1,5 @@
 use super::cycles_ledger::{self, CreateCanisterError, CreateCanisterSuccess, WithdrawError};
+use super::icp_ledger::{TimeStamp, Tokens, TransferArgs};
 use super::icrc1::{Account, TransferArg, TransferError};
 use super::*;
 use candid::{Decode, Encode, Nat};
@@ -144,21 +145,6 @@ fn an_icrc1_transfer_moves_the_amount_and_burns_the_fee() {
     );
 }
 
-#[derive(CandidType)]
-struct Tokens {
-    e8s: u64,
-}
-
-#[derive(CandidType)]
-struct LegacyTransferArgs {
-    memo: u64,
-    amount: Tokens,
-    fee: Tokens,
-    from_subaccount: Option<Vec<u8>>,
-    to: Vec<u8>,
-    created_at_time: Option<u64>,
-}
-
 #[derive(CandidType, serde::Deserialize, Debug, PartialEq, Eq)]
 struct Balance {
     e8s: u64,
@@ -179,7 +165,7 @@ fn legacy_transfer(
     e8s: u64,
     fee: u64,
 ) -> Result<Result<u64, LegacyTransferError>, Reject> {
-    let args = LegacyTransferArgs {
+    let args = TransferArgs {
         memo: 0,
         amount: Tokens { e8s },
         fee: Tokens { e8s: fee },
@@ -415,7 +401,7 @@ fn send_to_cmc(system: &mut SystemCanisters, sender: Principal, memo: u64, e8s: 
     subaccount[0] = bytes.len() as u8;
     subaccount[1..=bytes.len()].copy_from_slice(bytes);
     let cmc_account = crate::ledger::Account { owner: CYCLES_MINTING_CANISTER, subaccount };
-    let args = LegacyTransferArgs {
+    let args = TransferArgs {
         memo,
         amount: Tokens { e8s },
         fee: Tokens { e8s: 10_000 },
@@ -738,22 +724,9 @@ fn transfers_are_deduplicated_as_sent_and_the_legacy_one_by_account_identifier()
         assert_eq!(send(to(None, Some(fee))), duplicate(4), "{ledger}");
         assert_eq!(balance(&system, ledger, user(2)), 30);
     }
-    #[derive(CandidType)]
-    struct TimeStamp {
-        timestamp_nanos: u64,
-    }
-    #[derive(CandidType)]
-    struct Legacy {
-        memo: u64,
-        amount: Tokens,
-        fee: Tokens,
-        from_subaccount: Option<Vec<u8>>,
-        to: Vec<u8>,
-        created_at_time: Option<TimeStamp>,
-    }
     let mut system = SystemCanisters::new();
     let to = crate::ledger::account_identifier(&crate::ledger::Account::of(user(2))).to_vec();
-    let from = |from_subaccount| Legacy {
+    let from = |from_subaccount| TransferArgs {
         memo: 7,
         amount: Tokens { e8s: 10 },
         fee: Tokens { e8s: 10_000 },
@@ -761,7 +734,7 @@ fn transfers_are_deduplicated_as_sent_and_the_legacy_one_by_account_identifier()
         to: to.clone(),
         created_at_time: Some(TimeStamp { timestamp_nanos: NOW }),
     };
-    let mut send = |arg: Legacy| -> Result<u64, LegacyTransferError> {
+    let mut send = |arg: TransferArgs| -> Result<u64, LegacyTransferError> {
         call(&mut system, ICP_LEDGER, Principal::anonymous(), "transfer", arg).unwrap()
     };
     assert_eq!(send(from(None)), Ok(1));
