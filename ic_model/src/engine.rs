@@ -27,7 +27,8 @@ pub struct EngineStatus {
 }
 
 /// A call from one of the engine's canisters to a canister the model hosts
-/// (a system canister), waiting for the model's answer.
+/// (the management canister, a system canister), waiting for the model's
+/// answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallToModel {
     /// Names the call for its answer.
@@ -42,6 +43,9 @@ pub struct CallToModel {
     pub arg: Vec<u8>,
     /// The cycles attached.
     pub cycles: u128,
+    /// The subnet the call was delivered on: the callee's, or, for the
+    /// management canister (on every subnet), the caller's.
+    pub subnet: Principal,
 }
 
 /// Calls from one canister to another performed and not answered yet: the
@@ -170,6 +174,10 @@ pub trait Engine {
     /// From now on the engine routes calls to `canister` through `subnet`
     /// for the model to answer ([`Engine::calls_to_model`]).
     fn route_to_model(&mut self, canister: Principal, subnet: Principal) -> Result<(), Reject>;
+    /// From now on the engine routes calls to `canister` for the model to
+    /// answer on every subnet, as the IC's management canister is: a call
+    /// stays on its caller's subnet, and its answer comes back from there.
+    fn route_to_model_on_every_subnet(&mut self, canister: Principal) -> Result<(), Reject>;
     /// Calls to the model's canisters made since the last time.
     fn calls_to_model(&mut self) -> Vec<CallToModel>;
     /// The model's answer to call `id`: the reply or reject goes back to the

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::engine::{CallsInFlight, Engine};
 use crate::ingress::Ingress;
-use crate::management::{self, CanisterInfo};
+use crate::management::{self, CanisterInfo, RawRand};
 use crate::system_canisters::{self, Host, SystemCanisters};
 use crate::{CanisterState, CertifiedState, Keys, Reject, SubnetRanges};
 
@@ -59,6 +59,9 @@ pub struct IcState {
     pub system: Option<SystemCanisters>,
     /// The ingress messages not forgotten yet.
     pub(crate) ingress: Ingress,
+    /// The seed of the management canister's `raw_rand`, and how many
+    /// values it has drawn.
+    pub(crate) raw_rand: RawRand,
 }
 
 /// The IC over the engine `E`.
@@ -80,6 +83,7 @@ impl<E: Engine> Ic<E> {
             canisters: BTreeMap::new(),
             system: system_canisters.then(SystemCanisters::new),
             ingress: Ingress::default(),
+            raw_rand: RawRand::new(keys.seed()),
         };
         Self::resume(engine, keys, state)
     }
@@ -89,6 +93,11 @@ impl<E: Engine> Ic<E> {
     pub fn resume(mut engine: E, keys: Keys, state: IcState) -> Self {
         let certified = CertifiedState::new(keys, &ranges(&engine, state.system.is_some()), engine.time());
         engine.set_root_key(certified.root_key_der());
+        // A canister's calls to the management canister: on every subnet.
+        let management = Principal::management_canister();
+        engine
+            .route_to_model_on_every_subnet(management)
+            .expect("no canister has the management canister's id");
         if state.system.is_some()
             && let Some(&first) = engine.subnets().first()
         {
@@ -202,17 +211,28 @@ impl<E: Engine> Ic<E> {
     /// Executes a round: the engine's, then, at the round's time, the
     /// ingress messages to the management canister and the system
     /// canisters submitted since the last round; and answers the calls the
-    /// engine's canisters made to the system canisters, whose answers go
-    /// back in the next round.
+    /// engine's canisters made to the management canister and the system
+    /// canisters, whose answers go back in the next round.
     pub fn execute_round(&mut self) {
         self.engine.execute_round();
         self.execute_ingress_to_model();
         for call in self.engine.calls_to_model() {
-            let answer = self.with_system_canisters(|system, ic| {
-                system.call_from_canister(ic, call.callee, call.caller, &call.method, &call.arg, call.cycles)
-            });
-            let (result, accepted) =
-                answer.flatten().unwrap_or_else(|| (Err(Reject::canister_not_found(call.callee)), 0));
+            let (result, accepted) = if call.callee == Principal::management_canister() {
+                let (caller, cycles) = (call.caller, call.cycles);
+                self.call_management_from_canister(call.subnet, caller, &call.method, &call.arg, cycles)
+            } else {
+                let answer = self.with_system_canisters(|system, ic| {
+                    system.call_from_canister(
+                        ic,
+                        call.callee,
+                        call.caller,
+                        &call.method,
+                        &call.arg,
+                        call.cycles,
+                    )
+                });
+                answer.flatten().unwrap_or_else(|| (Err(Reject::canister_not_found(call.callee)), 0))
+            };
             self.engine.answer_call(call.id, result, accepted);
         }
     }

@@ -277,7 +277,12 @@ impl Engine for Sim {
         self.host_outside(canister, index).map_err(reject_of_error)
     }
 
+    fn route_to_model_on_every_subnet(&mut self, canister: Principal) -> Result<(), Reject> {
+        self.host_on_every_subnet(canister).map_err(reject_of_error)
+    }
+
     fn calls_to_model(&mut self) -> Vec<CallToModel> {
+        let subnets = Sim::subnets(self);
         let calls = self.outside_calls().into_iter();
         calls
             .map(|call| CallToModel {
@@ -287,6 +292,7 @@ impl Engine for Sim {
                 method: call.method,
                 arg: call.arg,
                 cycles: call.cycles,
+                subnet: subnets[call.subnet],
             })
             .collect()
     }

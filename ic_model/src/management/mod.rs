@@ -1,12 +1,29 @@
 //! The management canister (`aaaaa-aa`): the methods users and tools call
 //! on it as ingress messages, each executed in the round after it was
-//! submitted (`Ic::execute_round`), over an [`Engine`] that executes the
-//! canisters.
+//! submitted (`Ic::execute_round`), and those canisters call on it, each
+//! answered after the round it was made in, over an [`Engine`] that
+//! executes the canisters.
+//!
+//! Canisters call the same methods users do, the caller being the sender,
+//! on their own subnet (the management canister is on every subnet), and
+//! those only canisters may call: `create_canister` (paid with the cycles
+//! attached), `deposit_cycles` (the cycles attached) and `raw_rand`. As on
+//! the replica, an ingress message to one of those three is refused
+//! ("Only canisters can call ic00 method ..."); and as on PocketIC, a
+//! canister may call `provisional_create_canister_with_cycles` (on its own
+//! subnet). A method the model does not implement is answered
+//! [`unsupported`], from a user or a canister alike.
 
 mod canister;
+#[cfg(all(test, feature = "sim"))]
+mod from_canisters;
+mod only_canisters;
+mod raw_rand;
 pub mod settings;
 
 pub use canister::{CanisterInfo, Metadata};
+pub(crate) use raw_rand::RawRand;
+pub use raw_rand::value as raw_rand_value;
 
 use candid::{CandidType, Decode, Nat, Principal};
 use ic_error_types::ErrorCode;
@@ -70,6 +87,15 @@ pub fn query<E: Engine>(ic: &Ic<E>, sender: Principal, method: &str, arg: &[u8])
     reply(FetchCanisterLogsResult { canister_log_records })
 }
 
+/// How a management call came.
+#[derive(Clone, Copy, Debug)]
+enum Origin {
+    /// An ingress message, routed by its effective canister id or subnet.
+    Ingress(Effective),
+    /// A canister's call, delivered on the caller's subnet, with cycles attached.
+    Canister { subnet: Principal, cycles: u128 },
+}
+
 impl<E: Engine> Ic<E> {
     /// A management call from `sender`, routed by `effective`.
     pub fn call_management(
@@ -79,11 +105,40 @@ impl<E: Engine> Ic<E> {
         method: &str,
         arg: &[u8],
     ) -> CallResult {
+        self.manage(Origin::Ingress(effective), sender, method, arg).0
+    }
+
+    /// A management call from `sender`: the answer and the cycles accepted.
+    fn manage(&mut self, origin: Origin, sender: Principal, method: &str, arg: &[u8]) -> (CallResult, u128) {
+        if let Some(answer) = only_canisters::call(self, origin, sender, method, arg) {
+            return answer;
+        }
+        let effective = match origin {
+            Origin::Ingress(effective) => effective,
+            Origin::Canister { .. } => Effective::None,
+        };
+        (self.manage_for_anyone(origin, effective, sender, method, arg), 0)
+    }
+
+    /// The methods users and canisters both call; none accepts cycles.
+    fn manage_for_anyone(
+        &mut self,
+        origin: Origin,
+        effective: Effective,
+        sender: Principal,
+        method: &str,
+        arg: &[u8],
+    ) -> CallResult {
         match method {
             "provisional_create_canister_with_cycles" => {
                 let args: ProvisionalCreateCanisterWithCyclesArgs = decode(arg, method)?;
-                let subnet =
-                    self.subnet_for(effective).map_err(|why| Reject::new(ErrorCode::SubnetNotFound, why))?;
+                let subnet = match origin {
+                    // A canister creates on its own subnet.
+                    Origin::Canister { subnet, .. } => subnet,
+                    Origin::Ingress(effective) => self
+                        .subnet_for(effective)
+                        .map_err(|why| Reject::new(ErrorCode::SubnetNotFound, why))?,
+                };
                 create(self, subnet, sender, args)
             }
             "install_code" => {
@@ -116,14 +171,15 @@ impl<E: Engine> Ic<E> {
                 let canister = target(self, effective, args.canister_id, sender, method)?;
                 update_settings(self, canister, sender, args.settings)
             }
-            "start_canister" | "stop_canister" | "delete_canister" | "canister_status" | "deposit_cycles" => {
+            "start_canister" | "stop_canister" | "delete_canister" | "canister_status" => {
                 let args: CanisterIdRecord = decode(arg, method)?;
-                // Anyone may deposit cycles; the rest is for controllers.
-                let canister = if method == "deposit_cycles" {
-                    self.canister(args.canister_id).map(|_| args.canister_id)
-                } else {
-                    target(self, effective, args.canister_id, sender, method)
-                }?;
+                if method == "delete_canister" && args.canister_id == sender {
+                    return Err(Reject::new(
+                        ErrorCode::CanisterInvalidController,
+                        format!("Canister {sender} cannot delete itself."),
+                    ));
+                }
+                let canister = target(self, effective, args.canister_id, sender, method)?;
                 lifecycle(self, canister, sender, method)
             }
             other => Err(unsupported(format!("management method {other}"))),
@@ -132,7 +188,8 @@ impl<E: Engine> Ic<E> {
 
     /// A new canister on `subnet`, created by the management canister for
     /// a canister (the cycles ledger) that pays `cycles` for it: the
-    /// creation fee is kept, as on the IC.
+    /// creation fee is kept, as on the IC. (A canister's own
+    /// `create_canister` is `only_canisters::create`, with the replica's reject.)
     pub(crate) fn create_paid(
         &mut self,
         subnet: Principal,
@@ -378,7 +435,7 @@ fn update_settings<E: Engine>(
     reply(())
 }
 
-/// `start_canister`, `stop_canister`, `delete_canister`, `canister_status`, `deposit_cycles`.
+/// `start_canister`, `stop_canister`, `delete_canister`, `canister_status`.
 fn lifecycle<E: Engine>(ic: &mut Ic<E>, canister: Principal, sender: Principal, method: &str) -> CallResult {
     let status = match method {
         "start_canister" => {
@@ -400,9 +457,7 @@ fn lifecycle<E: Engine>(ic: &mut Ic<E>, canister: Principal, sender: Principal, 
             ic.remove_canister(canister);
             return reply(());
         }
-        "canister_status" => return status(ic, canister),
-        // An ingress message carries no cycles: it deposits none.
-        _ => return reply(()),
+        _ => return status(ic, canister),
     };
     ic.info_mut(canister).status = status;
     reply(())

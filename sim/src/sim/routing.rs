@@ -4,6 +4,7 @@ use candid::Principal;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
 
+use super::outside::Host;
 use super::{IngressState, Sim};
 use crate::canister::Output;
 use crate::message::{Message, Payload, Reject, Response};
@@ -43,7 +44,7 @@ impl Sim {
             Output::Request(request) => Message::Request(request),
             Output::Response(response) => Message::Response(self.maybe_drop(response)),
         };
-        match self.hosting_subnet(message.receiver()) {
+        match self.hosting_subnet(message.receiver(), from) {
             Some(to) if to == from => self.deliver(from, message),
             // Stopped at the border: the reject is inducted at the caller's next round.
             Some(_) if let Some(reject) = rejected_at_the_border(&message) => {
@@ -61,13 +62,16 @@ impl Sim {
 
     /// The subnet whose id range holds `id`, as the IC's routing table
     /// says: a deleted canister's id still routes there, and that subnet
-    /// answers for it.
-    fn hosting_subnet(&self, id: Principal) -> Option<usize> {
+    /// answers for it. One hosted on every subnet (the management
+    /// canister) is on `from`, the sender's.
+    fn hosting_subnet(&self, id: Principal, from: usize) -> Option<usize> {
         if let Some(canister) = self.canisters.get(&id) {
             return Some(canister.subnet());
         }
-        if let Some(subnet) = self.outside.subnet_of(&id) {
-            return Some(subnet);
+        match self.outside.host_of(&id) {
+            Some(Host::Subnet(subnet)) => return Some(subnet),
+            Some(Host::EverySubnet) => return Some(from),
+            None => {}
         }
         let bytes: [u8; 10] = id.as_slice().try_into().ok()?;
         let (number, suffix) = bytes.split_at(8);
@@ -87,7 +91,9 @@ impl Sim {
             return;
         }
         match message {
-            Message::Request(r) if self.outside.subnet_of(&r.receiver).is_some() => self.outside.deliver(r),
+            Message::Request(r) if self.outside.host_of(&r.receiver).is_some() => {
+                self.outside.deliver(r, subnet)
+            }
             Message::Request(r) => {
                 let response = r.rejected(not_found(r.receiver));
                 self.route(subnet, Output::Response(response));

@@ -371,6 +371,37 @@ fn a_canister_hosted_outside_is_called_and_answered_from_outside_with_its_refund
     assert_eq!(sim.outstanding(), sim::Outstanding::default());
 }
 
+/// A canister hosted on every subnet (as the management canister is): a
+/// call to it is delivered on the caller's own subnet, whatever the latency
+/// between subnets, and its answer comes back from there, a round later.
+#[test]
+fn a_canister_hosted_on_every_subnet_is_called_and_answered_on_the_callers_subnet() {
+    let mut w = world_with(Sim::builder().with_xnet_latency_rounds(5), 2, 0, 0);
+    let everywhere = outside_id();
+    w.sim.host_on_every_subnet(everywhere).unwrap();
+    assert_eq!(w.sim.host_on_every_subnet(w.probe), Err(SimError::IdTaken(w.probe)));
+    let second = install(&mut w.sim, 1, PROBE);
+    for (probe, subnet) in [(w.probe, 0), (second, 1)] {
+        let mut arg = everywhere.as_slice().to_vec();
+        arg.extend(7u64.to_le_bytes());
+        // The call is made and delivered in the round that executes `pay`.
+        w.sim.update_call(probe, controller(), "pay", arg).unwrap();
+        let [call] = w.sim.outside_calls().try_into().expect("delivered at once");
+        assert_eq!((call.caller, call.callee, call.subnet), (probe, everywhere, subnet));
+        assert!(w.sim.answer_outside(call.id, Ok(vec![]), 2));
+        w.sim.tick();
+        assert_eq!(refunded(&mut w.sim, probe), 5, "answered in the next round, no latency");
+        assert_eq!(probe_state(&mut w.sim, probe).replies, 1);
+    }
+    // Still hosted on every subnet after a restore.
+    let mut sim = restored(&encoded(&w.sim));
+    let mut arg = everywhere.as_slice().to_vec();
+    arg.extend(1u64.to_le_bytes());
+    sim.update_call(second, controller(), "pay", arg).unwrap();
+    let [call] = sim.outside_calls().try_into().expect("delivered at once");
+    assert_eq!(call.subnet, 1);
+}
+
 fn view(sim: &Sim, canisters: &[Principal]) -> Vec<String> {
     let mut view = vec![format!("{:?}", (sim.time(), sim.ticks(), sim.outstanding(), sim.subnets()))];
     for &id in canisters {
@@ -502,10 +533,14 @@ fn the_saved_layout_is_pinned_by_its_format_number() {
     let probe = sim::canister_id(0);
     sim.host_outside(outside_id(), 0).unwrap();
     pay_outside(&mut sim, probe, outside_id(), 7);
+    // A canister hosted on every subnet, and a call to it waiting.
+    let everywhere = sim::canister_id(0xe0e0);
+    sim.host_on_every_subnet(everywhere).unwrap();
+    pay_outside(&mut sim, probe, everywhere, 3);
     let pinned = (sim::SavedSim::FORMAT, hex::encode(sha2::Sha256::digest(encoded(&sim))));
     assert_eq!(
         pinned,
-        (4, "61f89d06acce0ab1bb91846ead3b178c9e0a30449e823ca0642d3a68f18302a3".to_string()),
+        (5, "61433b38e8bffe43a09575b7fb856a98b6a64824789af0617d422c141e783ffd".to_string()),
         "a saved type changed: bump SavedSim::FORMAT, then this hash"
     );
 }

@@ -1,0 +1,108 @@
+//! The management canister's methods that only canisters may call, as the
+//! replica's ingress filter says (an ingress message carries no cycles to
+//! pay or deposit with): `create_canister`, `deposit_cycles`, `raw_rand`.
+
+use candid::{Nat, Principal};
+use ic_error_types::ErrorCode;
+use ic_management_canister_types::{
+    CanisterIdRecord, CanisterSettings, CreateCanisterArgs, ProvisionalCreateCanisterWithCyclesArgs,
+};
+
+use super::{CANISTER_CREATION_FEE, CallResult, Origin, create, decode, reply};
+use crate::engine::Engine;
+use crate::{Ic, Reject};
+
+/// The methods only canisters may call.
+const METHODS: [&str; 3] = ["create_canister", "deposit_cycles", "raw_rand"];
+
+impl<E: Engine> Ic<E> {
+    /// A call to the management canister from canister `caller` on
+    /// `subnet`, with `cycles` attached: the answer, and the cycles it
+    /// accepted (the rest go back to the caller).
+    pub(crate) fn call_management_from_canister(
+        &mut self,
+        subnet: Principal,
+        caller: Principal,
+        method: &str,
+        arg: &[u8],
+        cycles: u128,
+    ) -> (CallResult, u128) {
+        self.manage(Origin::Canister { subnet, cycles }, caller, method, arg)
+    }
+}
+
+/// The answer to one of [`METHODS`] and the cycles it accepted; `None` for
+/// another method. From an ingress message, the replica's refusal.
+pub(super) fn call<E: Engine>(
+    ic: &mut Ic<E>,
+    origin: Origin,
+    sender: Principal,
+    method: &str,
+    arg: &[u8],
+) -> Option<(CallResult, u128)> {
+    if !METHODS.contains(&method) {
+        return None;
+    }
+    let Origin::Canister { subnet, cycles } = origin else {
+        let only = format!("Only canisters can call ic00 method {method}");
+        return Some((Err(Reject::new(ErrorCode::CanisterRejectedMessage, only)), 0));
+    };
+    let (answer, accepts) = match method {
+        "create_canister" => {
+            let created = decode(arg, method).and_then(|args: CreateCanisterArgs| {
+                paid_create(ic, subnet, sender, args.settings.unwrap_or_default(), cycles)
+            });
+            (created, true)
+        }
+        "deposit_cycles" => {
+            let deposited = decode(arg, method).and_then(|args: CanisterIdRecord| {
+                ic.canister(args.canister_id)?;
+                ic.engine.deposit_cycles(args.canister_id, cycles)?;
+                reply(())
+            });
+            (deposited, true)
+        }
+        _ => {
+            let drawn = candid::decode_args::<()>(arg)
+                .map_err(|e| {
+                    Reject::new(
+                        ErrorCode::InvalidManagementPayload,
+                        format!("Error decoding candid for method {method}: {e}"),
+                    )
+                })
+                .and_then(|()| reply(ic.state.raw_rand.next().to_vec()));
+            (drawn, false)
+        }
+    };
+    // What a method accepts, it accepts whole, and only if it succeeds.
+    let accepted = if accepts && answer.is_ok() { cycles } else { 0 };
+    Some((answer, accepted))
+}
+
+/// A canister's `create_canister` on its own subnet, paid with the `cycles`
+/// attached: the creation fee is kept and the rest is the new canister's
+/// balance; the caller controls it unless `settings` names controllers.
+fn paid_create<E: Engine>(
+    ic: &mut Ic<E>,
+    subnet: Principal,
+    sender: Principal,
+    settings: CanisterSettings,
+    cycles: u128,
+) -> CallResult {
+    let fee = CANISTER_CREATION_FEE;
+    let Some(balance) = cycles.checked_sub(fee) else {
+        return Err(Reject::new(
+            ErrorCode::InsufficientCyclesForCreateCanister,
+            format!(
+                "Creating a canister requires a fee of {fee} that is deducted from the canister's initial balance but only {cycles} cycles were received with the create_canister request."
+            ),
+        ));
+    };
+    let args = ProvisionalCreateCanisterWithCyclesArgs {
+        amount: Some(Nat::from(balance)),
+        settings: Some(settings),
+        specified_id: None,
+        sender_canister_version: None,
+    };
+    create(ic, subnet, sender, args)
+}
