@@ -133,7 +133,9 @@ pub trait Engine {
         cycles: Option<u128>,
     ) -> Result<Principal, Reject>;
     /// Installs `wasm` (replacing code and memory) or, with `upgrade`,
-    /// upgrades to it, running its init or upgrade hooks with `arg`.
+    /// upgrades to it, running its init or upgrade hooks with `arg`; the
+    /// hooks see `sender` as their caller. The engine checks no
+    /// permissions: the model has.
     fn install_code(
         &mut self,
         canister: Principal,
@@ -142,20 +144,16 @@ pub trait Engine {
         arg: Vec<u8>,
         upgrade: bool,
     ) -> Result<(), Reject>;
-    /// Applies what of `settings` the engine enforces; `sender` must control
-    /// the canister.
-    fn update_settings(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        settings: &CanisterSettings,
-    ) -> Result<(), Reject>;
+    /// Applies what of `settings` the engine enforces (who may is the
+    /// model's to check).
+    fn update_settings(&mut self, canister: Principal, settings: &CanisterSettings) -> Result<(), Reject>;
     /// Lets the canister take calls again.
-    fn start_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject>;
+    fn start_canister(&mut self, canister: Principal) -> Result<(), Reject>;
     /// Stops the canister once its open call contexts close.
-    fn stop_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject>;
-    /// Deletes a stopped canister, its cycles with it.
-    fn delete_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject>;
+    fn stop_canister(&mut self, canister: Principal) -> Result<(), Reject>;
+    /// Deletes the canister, its cycles with it. That it must be stopped is
+    /// the model's rule; the engine may refuse one with open call contexts.
+    fn delete_canister(&mut self, canister: Principal) -> Result<(), Reject>;
     /// Adds `cycles` to the canister's balance.
     fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), Reject>;
     /// What `canister_status` reports that the engine keeps.

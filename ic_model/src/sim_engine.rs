@@ -43,11 +43,10 @@ pub fn reject_of_error(e: SimError) -> Reject {
     let error_code = match &e {
         E::CanisterNotFound(_) => ErrorCode::CanisterNotFound,
         E::NoSuchSubnet { .. } => ErrorCode::SubnetNotFound,
-        E::NotAController { .. } => ErrorCode::CanisterInvalidController,
         E::InvalidWasm(_) => ErrorCode::CanisterInvalidWasm,
         E::InstallTrapped { code, .. } => *code,
         E::NoCodeToUpgrade(_) => ErrorCode::CanisterWasmModuleNotFound,
-        E::NotStopped(_) | E::OpenCallContexts(_) => ErrorCode::CanisterNotStopped,
+        E::OpenCallContexts(_) => ErrorCode::CanisterNotStopped,
         E::DidNotStop { .. } => ErrorCode::StopCanisterRequestTimeout,
         E::TracingOff => ErrorCode::SubnetOversubscribed,
         E::SubnetFull { .. } => ErrorCode::MaxNumberOfCanistersReached,
@@ -204,26 +203,21 @@ impl Engine for Sim {
         done.map_err(reject_of_error)
     }
 
-    fn update_settings(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        settings: &CanisterSettings,
-    ) -> Result<(), Reject> {
+    fn update_settings(&mut self, canister: Principal, settings: &CanisterSettings) -> Result<(), Reject> {
         let settings = sim_settings(settings, settings.controllers.clone());
-        Sim::update_settings(self, canister, sender, settings).map_err(reject_of_error)
+        Sim::update_settings(self, canister, settings).map_err(reject_of_error)
     }
 
-    fn start_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject> {
-        Sim::start_canister(self, canister, sender).map_err(reject_of_error)
+    fn start_canister(&mut self, canister: Principal) -> Result<(), Reject> {
+        Sim::start_canister(self, canister).map_err(reject_of_error)
     }
 
-    fn stop_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject> {
-        Sim::stop_canister(self, canister, sender).map_err(reject_of_error)
+    fn stop_canister(&mut self, canister: Principal) -> Result<(), Reject> {
+        Sim::stop_canister(self, canister).map_err(reject_of_error)
     }
 
-    fn delete_canister(&mut self, canister: Principal, sender: Principal) -> Result<(), Reject> {
-        Sim::delete_canister(self, canister, sender).map_err(reject_of_error)
+    fn delete_canister(&mut self, canister: Principal) -> Result<(), Reject> {
+        Sim::delete_canister(self, canister).map_err(reject_of_error)
     }
 
     fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), Reject> {
@@ -411,6 +405,69 @@ mod tests {
         };
         call(&mut ic, management, "update_settings", Encode!(&public).unwrap());
         assert_eq!(fetch(&mut ic, stranger, None).unwrap(), records);
+    }
+
+    /// Only controllers install code and change settings: the management
+    /// canister checks it (the simulator beneath it checks no permissions),
+    /// and a stranger's attempt leaves the canister as it was.
+    #[test]
+    fn a_strangers_install_code_and_update_settings_are_refused_and_change_nothing() {
+        use candid::{Decode, Encode};
+        use ic_management_canister_types::{
+            CanisterIdRecord, CanisterInstallMode, EnvironmentVariable, InstallCodeArgs,
+            ProvisionalCreateCanisterWithCyclesArgs, UpdateSettingsArgs,
+        };
+        let (owner, stranger) = (Principal::from_slice(&[1; 29]), Principal::from_slice(&[2; 29]));
+        let mut ic = network(Sim::builder().with_subnet().build(), Keys::from_seed(0)).unwrap();
+        let call = |ic: &mut Ic<Sim>, sender: Principal, method: &str, arg: Vec<u8>| {
+            let management = Principal::management_canister();
+            let number = ic.submit(crate::Effective::None, management, sender, method, arg).unwrap();
+            for _ in 0..10 {
+                if let Some(outcome) = ic.outcome(number) {
+                    return outcome;
+                }
+                ic.execute_round();
+            }
+            panic!("{method} did not finish");
+        };
+        let create = Encode!(&ProvisionalCreateCanisterWithCyclesArgs::default()).unwrap();
+        let created = call(&mut ic, owner, "provisional_create_canister_with_cycles", create).unwrap();
+        let canister = Decode!(&created, CanisterIdRecord).unwrap().canister_id;
+        let install = |mode| {
+            let wasm = wat::parse_str("(module (memory 1))").unwrap();
+            let args = InstallCodeArgs {
+                mode,
+                canister_id: canister,
+                wasm_module: wasm,
+                arg: vec![],
+                sender_canister_version: None,
+            };
+            Encode!(&args).unwrap()
+        };
+        call(&mut ic, owner, "install_code", install(CanisterInstallMode::Install)).unwrap();
+        let before = Engine::status(&ic.engine, canister).unwrap();
+        let settings = UpdateSettingsArgs {
+            canister_id: canister,
+            settings: CanisterSettings {
+                controllers: Some(vec![stranger]),
+                environment_variables: Some(vec![EnvironmentVariable {
+                    name: "by".into(),
+                    value: "a stranger".into(),
+                }]),
+                ..Default::default()
+            },
+            sender_canister_version: None,
+        };
+        for (method, arg) in [
+            ("install_code", install(CanisterInstallMode::Reinstall)),
+            ("install_code", install(CanisterInstallMode::Upgrade(None))),
+            ("update_settings", Encode!(&settings).unwrap()),
+        ] {
+            let refused = call(&mut ic, stranger, method, arg).unwrap_err();
+            assert_eq!(refused.error_code, ErrorCode::CanisterInvalidController, "{method}: {refused:?}");
+        }
+        assert_eq!(Engine::status(&ic.engine, canister).unwrap(), before, "unchanged");
+        assert_eq!(ic.engine.controllers(canister).unwrap(), [owner]);
     }
 
     /// The model passes the simulator's rejects on as they were made: a

@@ -11,14 +11,6 @@ pub enum SimError {
     /// No canister has this id (it was never created, or it was deleted).
     #[error("canister {0} does not exist")]
     CanisterNotFound(Principal),
-    /// Only controllers may manage a canister.
-    #[error("only a controller of canister {canister} may do this; {sender} is not one")]
-    NotAController {
-        /// The canister to be managed.
-        canister: Principal,
-        /// Who asked.
-        sender: Principal,
-    },
     /// `create_canister` was given an index past the last subnet.
     #[error("no subnet {index}: there are {subnets}")]
     NoSuchSubnet {
@@ -52,12 +44,9 @@ pub enum SimError {
     /// An upgrade needs code to upgrade from.
     #[error("canister {0} has no code to upgrade")]
     NoCodeToUpgrade(Principal),
-    /// An upgrade needs the canister's call contexts closed.
-    #[error("canister {0} has open call contexts: stop it before upgrading")]
+    /// An upgrade or a delete needs the canister's call contexts closed.
+    #[error("canister {0} has open call contexts: stop it first")]
     OpenCallContexts(Principal),
-    /// Only a stopped canister may be deleted.
-    #[error("canister {0} must be stopped before it is deleted")]
-    NotStopped(Principal),
     /// Its call contexts did not close within the rounds `stop_canister` waits.
     #[error("canister {canister} did not stop within {rounds} rounds")]
     DidNotStop {

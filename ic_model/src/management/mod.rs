@@ -169,7 +169,7 @@ impl<E: Engine> Ic<E> {
             "update_settings" => {
                 let args: UpdateSettingsArgs = decode(arg, method)?;
                 let canister = target(self, effective, args.canister_id, sender, method)?;
-                update_settings(self, canister, sender, args.settings)
+                update_settings(self, canister, args.settings)
             }
             "start_canister" | "stop_canister" | "delete_canister" | "canister_status" => {
                 let args: CanisterIdRecord = decode(arg, method)?;
@@ -180,7 +180,7 @@ impl<E: Engine> Ic<E> {
                     ));
                 }
                 let canister = target(self, effective, args.canister_id, sender, method)?;
-                lifecycle(self, canister, sender, method)
+                lifecycle(self, canister, method)
             }
             other => Err(unsupported(format!("management method {other}"))),
         }
@@ -418,15 +418,10 @@ fn unpack(module: Vec<u8>) -> std::io::Result<Vec<u8>> {
 /// Every setting a controller gives: controllers and environment
 /// variables in the engine, the rest kept here (see [`settings`]); a new
 /// canister version, as on the IC.
-fn update_settings<E: Engine>(
-    ic: &mut Ic<E>,
-    canister: Principal,
-    sender: Principal,
-    given: CanisterSettings,
-) -> CallResult {
+fn update_settings<E: Engine>(ic: &mut Ic<E>, canister: Principal, given: CanisterSettings) -> CallResult {
     let mut kept = ic.canister(canister)?.settings.clone();
     settings::apply(&mut kept, &given).map_err(invalid_settings)?;
-    ic.engine.update_settings(canister, sender, &given)?;
+    ic.engine.update_settings(canister, &given)?;
     let info = ic.info_mut(canister);
     info.settings = kept;
     if let Some(controllers) = given.controllers {
@@ -436,14 +431,14 @@ fn update_settings<E: Engine>(
 }
 
 /// `start_canister`, `stop_canister`, `delete_canister`, `canister_status`.
-fn lifecycle<E: Engine>(ic: &mut Ic<E>, canister: Principal, sender: Principal, method: &str) -> CallResult {
+fn lifecycle<E: Engine>(ic: &mut Ic<E>, canister: Principal, method: &str) -> CallResult {
     let status = match method {
         "start_canister" => {
-            ic.engine.start_canister(canister, sender)?;
+            ic.engine.start_canister(canister)?;
             CanisterStatusType::Running
         }
         "stop_canister" => {
-            ic.engine.stop_canister(canister, sender)?;
+            ic.engine.stop_canister(canister)?;
             CanisterStatusType::Stopped
         }
         "delete_canister" => {
@@ -453,7 +448,7 @@ fn lifecycle<E: Engine>(ic: &mut Ic<E>, canister: Principal, sender: Principal, 
                     format!("Canister {canister} must be stopped before it is deleted."),
                 ));
             }
-            ic.engine.delete_canister(canister, sender)?;
+            ic.engine.delete_canister(canister)?;
             ic.remove_canister(canister);
             return reply(());
         }

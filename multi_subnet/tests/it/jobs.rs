@@ -118,9 +118,9 @@ fn a_job_survives_an_upgrade_of_the_caller() {
     assert_eq!((before.succeeded, before.finished), (500, false), "the rest waits for its retry");
     let wasm = canister_wasm::caller_and_callee().unwrap().caller;
     let sim = engine.sim_mut();
-    sim.stop_canister(d.caller, controller()).unwrap();
+    sim.stop_canister(d.caller).unwrap();
     sim.upgrade_canister(d.caller, &wasm, encode_one(()).unwrap(), controller()).unwrap();
-    sim.start_canister(d.caller, controller()).unwrap();
+    sim.start_canister(d.caller).unwrap();
     let after = status(&mut engine, &d, job);
     assert_eq!(
         (after.succeeded, after.calls, after.retries),
@@ -171,9 +171,9 @@ fn after_a_reinstall_of_the_caller_idempotent_jobs_execute_their_pings_again() {
         // A reinstall wipes the caller: job ids start at 1 again.
         let wasm = canister_wasm::caller_and_callee().unwrap().caller;
         let sim = engine.sim_mut();
-        sim.stop_canister(d.caller, controller()).unwrap();
+        sim.stop_canister(d.caller).unwrap();
         sim.install_canister(d.caller, &wasm, encode_one(()).unwrap(), controller()).unwrap();
-        sim.start_canister(d.caller, controller()).unwrap();
+        sim.start_canister(d.caller).unwrap();
         d.client().setup_callee(&mut engine, d.callee()).unwrap();
         let job = start_job(&mut engine, &d, &p, retry);
         assert_eq!(job, 1);
@@ -191,13 +191,13 @@ fn after_a_reinstall_of_the_caller_idempotent_jobs_execute_their_pings_again() {
 fn a_job_waits_for_a_callee_that_is_only_stopped() {
     for idempotent in [false, true] {
         let (mut engine, d) = deployed();
-        engine.sim_mut().stop_canister(d.callee(), controller()).unwrap();
+        engine.sim_mut().stop_canister(d.callee()).unwrap();
         let policy = RetryPolicy { max_attempts: 10, backoff_ms: 1_000, idempotent };
         let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 2000), policy);
         for _ in 0..3 {
             engine.tick();
         }
-        engine.sim_mut().start_canister(d.callee(), controller()).unwrap();
+        engine.sim_mut().start_canister(d.callee()).unwrap();
         let report = finish(&mut engine, &d, job);
         assert_eq!(report.succeeded, 2000, "idempotent {idempotent}: {report:?}");
         assert!(report.failed(FailureKind::CalleeStopped) >= 500, "{report:?}");
@@ -274,7 +274,7 @@ fn a_job_waiting_for_one_callee_does_not_hold_down_another_callee_s_floor() {
         ..Plan::new(Strategy::Batched, n).with_k(1_000)
     };
 
-    engine.sim_mut().stop_canister(stopped, controller()).unwrap();
+    engine.sim_mut().stop_canister(stopped).unwrap();
     let retry = RetryPolicy { max_attempts: 10, backoff_ms: 60_000, idempotent: true };
     let waiting = start_job(&mut engine, &d, &to(stopped, 10), retry);
     assert!(!status(&mut engine, &d, waiting).finished);
@@ -290,7 +290,7 @@ fn a_job_waiting_for_one_callee_does_not_hold_down_another_callee_s_floor() {
     }
     assert!(!status(&mut engine, &d, waiting).finished, "still waiting for its callee");
 
-    engine.sim_mut().start_canister(stopped, controller()).unwrap();
+    engine.sim_mut().start_canister(stopped).unwrap();
     assert_eq!(finish(&mut engine, &d, waiting).succeeded, 10);
     assert_eq!(pings_received(&mut engine, stopped), 10);
     assert_eq!(pings_received(&mut engine, busy), 12_000);

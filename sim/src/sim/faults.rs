@@ -170,7 +170,7 @@ impl Sim {
             }
             Action::Delete if canister.status() != CanisterStatus::Stopped => return false,
             Action::Delete => {
-                self.delete_stopped(id);
+                self.remove_canister(id);
                 "deleted".to_string()
             }
             Action::Upgrade { wasm, arg } => {

@@ -162,15 +162,6 @@ impl Sim {
         self.canisters.get_mut(&id).ok_or(SimError::CanisterNotFound(id))
     }
 
-    /// For management operations: only controllers may do them.
-    fn controlled(&mut self, id: Principal, sender: Principal) -> Result<&mut Canister, SimError> {
-        let canister = self.canister_mut(id)?;
-        if !canister.system_state().controllers.contains(&sender) {
-            return Err(SimError::NotAController { canister: id, sender });
-        }
-        Ok(canister)
-    }
-
     /// Bytes of the host-memory budget held now (see
     /// [`SimConfig::host_memory_budget`]), by its canisters and those of
     /// every simulator that shares the budget: never more than the budget.
@@ -247,7 +238,9 @@ impl Sim {
         Ok(())
     }
 
-    /// Installs `wasm` and runs `canister_init(arg)`.
+    /// Installs `wasm` and runs `canister_init(arg)`; `sender` is the caller
+    /// the hook sees (`ic0.msg_caller`). Who may install is the model's to
+    /// check, not the simulator's.
     pub fn install_canister(
         &mut self,
         id: Principal,
@@ -255,11 +248,12 @@ impl Sim {
         arg: Vec<u8>,
         sender: Principal,
     ) -> Result<(), SimError> {
-        self.controlled(id, sender)?;
+        self.canister(id)?;
         self.install_code(id, wasm, arg, sender, InstallMode::Install)
     }
 
-    /// Upgrades to `wasm`, keeping stable memory.
+    /// Upgrades to `wasm`, keeping stable memory; `sender` is the caller the
+    /// upgrade hooks see.
     pub fn upgrade_canister(
         &mut self,
         id: Principal,
@@ -267,7 +261,7 @@ impl Sim {
         arg: Vec<u8>,
         sender: Principal,
     ) -> Result<(), SimError> {
-        self.controlled(id, sender)?;
+        self.canister(id)?;
         self.install_code(id, wasm, arg, sender, InstallMode::Upgrade)
     }
 
@@ -291,8 +285,8 @@ impl Sim {
 
     /// Stops the canister: it takes no new calls, and once its open call
     /// contexts have closed (ticking until they have) it is stopped.
-    pub fn stop_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
-        self.controlled(id, sender)?.stop();
+    pub fn stop_canister(&mut self, id: Principal) -> Result<(), SimError> {
+        self.canister_mut(id)?.stop();
         for _ in 0..UPDATE_CALL_ROUND_LIMIT {
             if self.canister(id)?.status() == CanisterStatus::Stopped {
                 return Ok(());
@@ -303,21 +297,26 @@ impl Sim {
     }
 
     /// Starts a stopping or stopped canister: it takes calls again.
-    pub fn start_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
-        self.controlled(id, sender)?.start();
+    pub fn start_canister(&mut self, id: Principal) -> Result<(), SimError> {
+        self.canister_mut(id)?.start();
         Ok(())
     }
 
-    /// Deletes a stopped canister. Calls to it then fail with DESTINATION_INVALID.
-    pub fn delete_canister(&mut self, id: Principal, sender: Principal) -> Result<(), SimError> {
-        if self.controlled(id, sender)?.status() != CanisterStatus::Stopped {
-            return Err(SimError::NotStopped(id));
+    /// Deletes a canister. Calls to it then fail with DESTINATION_INVALID.
+    /// That only a stopped canister may be deleted is the model's rule; the
+    /// simulator refuses only a canister with open call contexts
+    /// ([`SimError::OpenCallContexts`]), whose callers would otherwise never
+    /// be answered and whose calls would hold their slots for good.
+    pub fn delete_canister(&mut self, id: Principal) -> Result<(), SimError> {
+        if self.canister(id)?.open_call_contexts() > 0 {
+            return Err(SimError::OpenCallContexts(id));
         }
-        self.delete_stopped(id);
+        self.remove_canister(id);
         Ok(())
     }
 
-    fn delete_stopped(&mut self, id: Principal) {
+    /// Removes a canister that has no open call contexts.
+    fn remove_canister(&mut self, id: Principal) {
         let mut canister = self.canisters.remove(&id).expect("checked");
         let subnet = canister.subnet();
         self.subnets[subnet].canisters.remove(&id);
@@ -327,29 +326,25 @@ impl Sim {
     }
 
     /// Sets a canister environment variable (as icp-cli's `PUBLIC_CANISTER_ID:<name>`).
-    pub fn set_env_var(
-        &mut self,
-        id: Principal,
-        sender: Principal,
-        name: &str,
-        value: &str,
-    ) -> Result<(), SimError> {
-        self.controlled(id, sender)?.system_state_mut().env_vars.insert(name.into(), value.into());
+    pub fn set_env_var(&mut self, id: Principal, name: &str, value: &str) -> Result<(), SimError> {
+        self.canister_mut(id)?.system_state_mut().env_vars.insert(name.into(), value.into());
         Ok(())
     }
 
     /// `update_settings` as far as the simulator keeps settings (each if
-    /// given); a controller's change is a new canister version, as on the IC.
-    pub fn update_settings(
-        &mut self,
-        id: Principal,
-        sender: Principal,
-        change: Settings,
-    ) -> Result<(), SimError> {
-        let state = self.controlled(id, sender)?.system_state_mut();
+    /// given); a change is a new canister version, as on the IC. Who may
+    /// change them is the model's to check.
+    pub fn update_settings(&mut self, id: Principal, change: Settings) -> Result<(), SimError> {
+        let state = self.canister_mut(id)?.system_state_mut();
         change.apply(state);
         state.canister_version += 1;
         Ok(())
+    }
+
+    /// The canister's controllers: data the simulator keeps (for
+    /// `ic0.is_controller`), not a rule it enforces.
+    pub fn controllers(&self, id: Principal) -> Result<&[Principal], SimError> {
+        Ok(&self.canister(id)?.system_state().controllers)
     }
 
     /// The canister's environment variables, by name.
@@ -371,13 +366,8 @@ impl Sim {
     /// The cycles a canister must keep: its liquid balance is what lies
     /// above. (The replica derives this from the freezing threshold in
     /// seconds and the canister's idle burn rate; the model takes the result.)
-    pub fn set_frozen_reserve_cycles(
-        &mut self,
-        id: Principal,
-        sender: Principal,
-        cycles: u128,
-    ) -> Result<(), SimError> {
-        self.controlled(id, sender)?.system_state_mut().freezing_reserve = cycles;
+    pub fn set_frozen_reserve_cycles(&mut self, id: Principal, cycles: u128) -> Result<(), SimError> {
+        self.canister_mut(id)?.system_state_mut().freezing_reserve = cycles;
         Ok(())
     }
 

@@ -464,16 +464,16 @@ fn run_module(wasm: &[u8], budget: u64, seed: u64) -> Outcome {
     }
     let look = c.sim.query_call(id, me, "look", vec![]);
     c.step("query_call look after the ticks", &look);
-    let stop = c.sim.stop_canister(id, me);
+    let stop = c.sim.stop_canister(id);
     c.step("stop_canister", &stop);
-    let start = c.sim.start_canister(id, me);
+    let start = c.sim.start_canister(id);
     c.step("start_canister", &start);
     let go = c.sim.update_call(id, me, "go", vec![]);
     c.step("update_call go after start_canister", &go);
-    let stopped = c.sim.stop_canister(id, me);
+    let stopped = c.sim.stop_canister(id);
     c.step("stop_canister again", &stopped);
     if stopped.is_ok() {
-        let delete = c.sim.delete_canister(id, me);
+        let delete = c.sim.delete_canister(id);
         c.step("delete_canister", &delete);
         if delete.is_ok() {
             let held = c.sim.host_memory_used();

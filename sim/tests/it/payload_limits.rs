@@ -94,8 +94,8 @@ fn to_another_subnet_one_byte_over_2_mib_is_rejected_as_the_stream_builder_rejec
 #[test]
 fn to_a_deleted_canister_on_another_subnet_over_2_mib_is_still_rejected_at_the_border() {
     let mut p = pair(false);
-    p.sim.stop_canister(p.receiver, controller()).unwrap();
-    p.sim.delete_canister(p.receiver, controller()).unwrap();
+    p.sim.stop_canister(p.receiver).unwrap();
+    p.sim.delete_canister(p.receiver).unwrap();
     // The sender's subnet routes by id range: the size check comes before
     // anyone could know the callee is gone.
     let (outcome, _) = p.send(TWO_MIB + 1).unwrap();

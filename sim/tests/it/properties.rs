@@ -166,7 +166,7 @@ proptest! {
         w.sim.advance_time(advance);
         w.sim.pause_canister(callee, pause);
         w.sim.add_cycles(probe, cycles).unwrap();
-        w.sim.set_frozen_reserve_cycles(probe, controller(), reserve).unwrap();
+        w.sim.set_frozen_reserve_cycles(probe, reserve).unwrap();
         let message = submit_fan_out(&mut w.sim, probe, &[record(callee, 3, Method::Ping, false)]);
         for _ in 0..3 {
             w.sim.tick();

@@ -140,7 +140,7 @@ fn the_callee_survives_an_upgrade() {
 fn the_environment_variable_is_the_fallback() {
     let mut s = installed();
     let (caller, callee) = (s.caller, s.callee);
-    s.sim.set_env_var(caller, controller(), "PUBLIC_CANISTER_ID:callee", &callee.to_text()).unwrap();
+    s.sim.set_env_var(caller, "PUBLIC_CANISTER_ID:callee", &callee.to_text()).unwrap();
     assert_eq!(s.calls(controller(), "parallel_calls", 4), Ok(4));
     assert_eq!(s.pings(), 4);
 }
@@ -150,8 +150,8 @@ fn a_deleted_callee_makes_calls_fail_without_trapping() {
     let mut s = installed();
     let callee = s.callee;
     s.setup_callee(controller(), callee).unwrap();
-    s.sim.stop_canister(callee, controller()).unwrap();
-    s.sim.delete_canister(callee, controller()).unwrap();
+    s.sim.stop_canister(callee).unwrap();
+    s.sim.delete_canister(callee).unwrap();
     assert_eq!(s.calls(controller(), "sequential_calls", 5), Ok(0));
     assert_eq!(s.calls(controller(), "parallel_calls", 5), Ok(0));
     let stats = s.sim.stats(s.caller).unwrap();
@@ -264,7 +264,7 @@ fn too_few_liquid_cycles_fail_calls_before_they_are_performed() {
     // Keep all but enough for the message and two and a half call prepayments.
     let balance = s.sim.cycle_balance(caller).unwrap();
     let reserve = balance - MESSAGE_PREPAYMENT - PING_PREPAYMENT * 5 / 2;
-    s.sim.set_frozen_reserve_cycles(caller, controller(), reserve).unwrap();
+    s.sim.set_frozen_reserve_cycles(caller, reserve).unwrap();
     assert_eq!(s.calls(controller(), "parallel_calls", 10), Ok(2));
     let stats = s.sim.stats(caller).unwrap();
     // ic-cdk saw InsufficientLiquidCycleBalance and never called call_perform.
