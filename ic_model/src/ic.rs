@@ -145,6 +145,31 @@ impl<E: Engine> Ic<E> {
         }
     }
 
+    /// The network's time, in ns since the epoch.
+    pub fn time(&self) -> u64 {
+        self.engine.time()
+    }
+
+    /// Moves the network's time on to `ns`; never back.
+    pub fn advance_time_to(&mut self, ns: u64) {
+        let now = self.engine.time();
+        self.engine.advance_time(ns.saturating_sub(now));
+    }
+
+    /// The canister's cycles balance.
+    pub fn cycle_balance(&self, canister: Principal) -> Result<u128, Reject> {
+        self.canister(canister)?;
+        Ok(self.engine.status(canister)?.cycles)
+    }
+
+    /// Adds `cycles` to the canister's balance (a provisional top-up, as
+    /// PocketIC's and the replica's test networks offer); the new balance.
+    pub fn add_cycles(&mut self, canister: Principal, cycles: u128) -> Result<u128, Reject> {
+        self.canister(canister)?;
+        self.engine.deposit_cycles(canister, cycles)?;
+        self.cycle_balance(canister)
+    }
+
     /// The canister, or the reject a call to a missing one gets.
     pub fn canister(&self, id: Principal) -> Result<&CanisterInfo, Reject> {
         self.state.canisters.get(&id).ok_or_else(|| Reject::canister_not_found(id))

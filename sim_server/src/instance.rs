@@ -131,12 +131,12 @@ pub fn query(instance: &mut Instance, call: RawCanisterCall) -> Result<CallResul
 
 /// `update/set_time`: the simulator's time only moves forward.
 pub fn set_time(instance: &mut Instance, ns: u64) -> Result<(), ApiError> {
-    let now = instance.engine.time();
+    let now = instance.time();
     if ns < now {
         return Err(ApiError::bad_request(format!(
             "the simulator's time cannot go back: it is {now} ns, {ns} ns was asked"
         )));
     }
-    instance.engine.advance_time(ns - now);
+    instance.advance_time_to(ns);
     Ok(())
 }

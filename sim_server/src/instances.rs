@@ -200,14 +200,14 @@ mod tests {
         let failed = store.with(broken, |_| -> u8 { panic!("boom") }).await.unwrap_err();
         assert_eq!(failed.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         assert!(failed.message.contains("instance 0: the simulator panicked: boom"), "{}", failed.message);
-        let later = store.with(broken, |i| i.engine.time()).await.unwrap_err();
+        let later = store.with(broken, |i| i.time()).await.unwrap_err();
         assert_eq!(later.status, axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         assert!(
             later.message.contains("the simulator panicked earlier: boom; it serves no more requests"),
             "{}",
             later.message
         );
-        assert!(store.with(other, |i| i.engine.time()).await.is_ok(), "the other instance serves");
+        assert!(store.with(other, |i| i.time()).await.is_ok(), "the other instance serves");
         assert!(store.delete(broken));
     }
 }

@@ -244,7 +244,7 @@ async fn topology(State(server): App, Path(id): Path<String>) -> Answer<Topology
 }
 
 async fn get_time(State(server): App, Path(id): Path<String>) -> Answer<RawTime> {
-    let nanos_since_epoch = server.instances.with(instance_id(&id)?, |i| i.engine.time()).await?;
+    let nanos_since_epoch = server.instances.with(instance_id(&id)?, |i| i.time()).await?;
     Ok(Json(RawTime { nanos_since_epoch }))
 }
 
@@ -320,7 +320,7 @@ async fn get_cycles(
         .instances
         .with(instance_id(&id)?, move |i| {
             let id = instance::existing(i, &c.canister_id)?;
-            i.engine.cycle_balance(id).map_err(|e| ApiError::bad_request(e.to_string()))
+            i.cycle_balance(id).map_err(|reject| ApiError::bad_request(reject.message))
         })
         .await??;
     Ok(Json(RawCycles { cycles }))
@@ -335,7 +335,7 @@ async fn add_cycles(
         .instances
         .with(instance_id(&id)?, move |i| {
             let id = instance::existing(i, &add.canister_id)?;
-            i.engine.add_cycles(id, add.amount).map_err(|e| ApiError::bad_request(e.to_string()))
+            i.add_cycles(id, add.amount).map_err(|reject| ApiError::bad_request(reject.message))
         })
         .await??;
     Ok(Json(RawCycles { cycles }))
