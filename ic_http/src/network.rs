@@ -128,7 +128,7 @@ impl Saver {
 }
 
 /// What lives on the backend's thread: the backend, and what it shares.
-struct Engine {
+struct OnBackendThread {
     backend: Box<dyn Backend>,
     certified: Arc<Certified>,
 }
@@ -152,7 +152,7 @@ pub(crate) struct Certified {
 #[derive(Clone)]
 pub struct Network {
     pub(crate) certified: Arc<Certified>,
-    engine: EngineThread<Engine>,
+    thread: EngineThread<OnBackendThread>,
 }
 
 impl Network {
@@ -251,15 +251,16 @@ impl Network {
                 rounds: watch::Sender::new(rounds),
                 saver,
             });
-            Ok(Engine { backend, certified })
+            Ok(OnBackendThread { backend, certified })
         };
         let interval = options.round_interval;
-        let engine = EngineThread::spawn_driven("the backend", make, move |engine, inbox| {
-            drive(engine, inbox, interval)
+        let thread = EngineThread::spawn_driven("the backend", make, move |on_thread, inbox| {
+            drive(on_thread, inbox, interval)
         })
         .map_err(|e| format!("cannot start the backend's thread: {e}"))?;
-        let certified = engine.run_blocking(|engine| engine.certified.clone()).map_err(|e| e.to_string())?;
-        Ok(Self { certified, engine })
+        let certified =
+            thread.run_blocking(|on_thread| on_thread.certified.clone()).map_err(|e| e.to_string())?;
+        Ok(Self { certified, thread })
     }
 
     /// Writes the whole state to the state directory now (after the
@@ -270,7 +271,7 @@ impl Network {
         if self.certified.saver.is_none() {
             return Err("this network has no state directory".into());
         }
-        let saved = self.engine.run_blocking(|engine| {
+        let saved = self.thread.run_blocking(|engine| {
             let saver = engine.certified.saver.as_ref().expect("checked above");
             saver.wait();
             snapshot(&*engine.backend, &engine.certified).and_then(|(taken, snapshot)| {
@@ -305,7 +306,7 @@ impl Network {
         &self,
         f: impl FnOnce(&mut dyn Backend) -> R + Send + 'static,
     ) -> Result<R, String> {
-        self.engine.run(move |engine| f(&mut *engine.backend)).await.map_err(|refused| refused.to_string())
+        self.thread.run(move |engine| f(&mut *engine.backend)).await.map_err(|refused| refused.to_string())
     }
 
     /// The ingress messages the network remembers.
@@ -391,8 +392,8 @@ fn follow_clock(backend: &mut dyn Backend, clock: &Clock) -> u64 {
 /// every `interval` if there is one; otherwise one after another while
 /// there is work, and one every [`IDLE_ROUND_EVERY`] when there is none.
 /// Checkpoints stop once a job has panicked: the backend's state is unknown.
-fn drive(engine: &mut Engine, inbox: &mut Inbox<Engine>, interval: Option<Duration>) {
-    let busy = |engine: &Engine| {
+fn drive(engine: &mut OnBackendThread, inbox: &mut Inbox<OnBackendThread>, interval: Option<Duration>) {
+    let busy = |engine: &OnBackendThread| {
         interval.is_none()
             && (engine.backend.has_work() || engine.certified.requests.lock().expect("not poisoned").fresh())
     };
