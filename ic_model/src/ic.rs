@@ -8,23 +8,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::effective::Effective;
 use crate::engine::{CallsInFlight, Engine};
 use crate::ingress::Ingress;
 use crate::management::{self, CanisterInfo, RawRand};
 use crate::system_canisters::{self, Host, SystemCanisters};
 use crate::{CanisterState, CertifiedState, Keys, Reject, SubnetRanges};
-
-/// How an ingress message is routed: by the effective canister id the
-/// request names, or, for PocketIC's provisional creation, by a subnet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Effective {
-    /// None named: the first subnet.
-    None,
-    /// A subnet, by id.
-    Subnet(Principal),
-    /// The subnet that hosts this canister id.
-    Canister(Principal),
-}
 
 /// The network as a live view shows it ([`Ic::view`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -175,21 +164,6 @@ impl<E: Engine> Ic<E> {
         self.state.canisters.get(&id).ok_or_else(|| Reject::canister_not_found(id))
     }
 
-    pub(crate) fn info_mut(&mut self, id: Principal) -> &mut CanisterInfo {
-        self.changed.insert(id);
-        self.state.canisters.get_mut(&id).expect("the caller checked the canister exists")
-    }
-
-    pub(crate) fn insert_canister(&mut self, id: Principal, info: CanisterInfo) {
-        self.changed.insert(id);
-        self.state.canisters.insert(id, info);
-    }
-
-    pub(crate) fn remove_canister(&mut self, id: Principal) {
-        self.changed.insert(id);
-        self.state.canisters.remove(&id);
-    }
-
     /// The subnet a provisional creation routed by `effective` creates on;
     /// why not, if there is none.
     pub fn subnet_for(&self, effective: Effective) -> Result<Principal, String> {
@@ -206,6 +180,17 @@ impl<E: Engine> Ic<E> {
             Effective::Subnet(id) => Err(format!("SubnetNotFound({id})")),
             Effective::Canister(id) => hosts(id).ok_or_else(|| format!("CanisterNotFound({id})")),
         }
+    }
+
+    /// A management call from `sender`, routed by `effective`.
+    pub fn call_management(
+        &mut self,
+        effective: Effective,
+        sender: Principal,
+        method: &str,
+        arg: &[u8],
+    ) -> Result<Vec<u8>, Reject> {
+        management::call(self, effective, sender, method, arg)
     }
 
     /// Whether the model, not the engine, executes an ingress message to
@@ -228,7 +213,7 @@ impl<E: Engine> Ic<E> {
         arg: &[u8],
     ) -> Option<Result<Vec<u8>, Reject>> {
         if canister == Principal::management_canister() {
-            return Some(self.call_management(effective, sender, method, arg));
+            return Some(management::call(self, effective, sender, method, arg));
         }
         self.with_system_canisters(|system, ic| system.update(ic, canister, sender, method, arg))?
     }
@@ -244,7 +229,7 @@ impl<E: Engine> Ic<E> {
         for call in self.engine.calls_to_model() {
             let (result, accepted) = if call.callee == Principal::management_canister() {
                 let (caller, cycles) = (call.caller, call.cycles);
-                self.call_management_from_canister(call.subnet, caller, &call.method, &call.arg, cycles)
+                management::call_from_canister(self, call.subnet, caller, &call.method, &call.arg, cycles)
             } else {
                 let answer = self.with_system_canisters(|system, ic| {
                     system.call_from_canister(
@@ -352,11 +337,53 @@ impl<E: Engine> Host for Ic<E> {
         settings: CanisterSettings,
         cycles: u128,
     ) -> Result<Principal, String> {
-        self.create_paid(subnet, settings, cycles).map_err(|reject| reject.message)
+        management::create_paid(self, subnet, settings, cycles).map_err(|reject| reject.message)
     }
 
     fn deposit_cycles(&mut self, canister: Principal, cycles: u128) -> Result<(), String> {
         self.canister(canister).map_err(|reject| reject.message)?;
         self.engine.deposit_cycles(canister, cycles).map_err(|reject| reject.message)
+    }
+}
+
+/// The management canister's host: the engine beneath it, the canisters'
+/// records (each change staged for the certified state), the subnets and
+/// the seeded `raw_rand`.
+impl<E: Engine> management::Host for Ic<E> {
+    type Engine = E;
+
+    fn engine(&self) -> &E {
+        &self.engine
+    }
+
+    fn engine_mut(&mut self) -> &mut E {
+        &mut self.engine
+    }
+
+    fn canister(&self, id: Principal) -> Result<&CanisterInfo, Reject> {
+        Ic::canister(self, id)
+    }
+
+    fn canister_mut(&mut self, id: Principal) -> &mut CanisterInfo {
+        self.changed.insert(id);
+        self.state.canisters.get_mut(&id).expect("the caller checked the canister exists")
+    }
+
+    fn insert_canister(&mut self, id: Principal, info: CanisterInfo) {
+        self.changed.insert(id);
+        self.state.canisters.insert(id, info);
+    }
+
+    fn remove_canister(&mut self, id: Principal) {
+        self.changed.insert(id);
+        self.state.canisters.remove(&id);
+    }
+
+    fn subnet_for(&self, effective: Effective) -> Result<Principal, String> {
+        Ic::subnet_for(self, effective)
+    }
+
+    fn next_raw_rand(&mut self) -> [u8; 32] {
+        self.state.raw_rand.next()
     }
 }

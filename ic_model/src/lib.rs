@@ -11,7 +11,10 @@
 //! simulator is that engine ([`sim_engine`]).
 
 mod certified_state;
+mod effective;
 pub mod engine;
+#[cfg(all(test, feature = "sim"))]
+mod from_canisters;
 mod ic;
 mod ingress;
 mod keys;
@@ -25,8 +28,9 @@ pub mod system_canisters;
 pub use certified_state::{
     CanisterState, CertifiedState, Edits, Path, SubnetRanges, SubnetState, leb128, to_cbor,
 };
+pub use effective::Effective;
 pub use engine::{CallsInFlight, Engine, EngineStatus};
-pub use ic::{Effective, Ic, IcState, NetworkView, SubnetView};
+pub use ic::{Ic, IcState, NetworkView, SubnetView};
 /// The management canister's argument and result types, as its methods
 /// and [`Engine`] name them.
 pub use ic_management_canister_types;

@@ -2,7 +2,9 @@
 //! on it as ingress messages, each executed in the round after it was
 //! submitted (`Ic::execute_round`), and those canisters call on it, each
 //! answered after the round it was made in, over an [`Engine`] that
-//! executes the canisters.
+//! executes the canisters. It is a part of the IC of its own: what it
+//! needs of the IC is its [`Host`] (`Ic` is one), and its entry points
+//! ([`call`], [`call_from_canister`], [`query`], [`create_paid`]) take one.
 //!
 //! Canisters call the same methods users do, the caller being the sender,
 //! on their own subnet (the management canister is on every subnet), and
@@ -15,8 +17,6 @@
 //! [`unsupported`], from a user or a canister alike.
 
 mod canister;
-#[cfg(all(test, feature = "sim"))]
-mod from_canisters;
 mod only_canisters;
 mod raw_rand;
 pub mod settings;
@@ -37,10 +37,40 @@ use sha2::{Digest, Sha256};
 use std::io::Read;
 
 use crate::Reject;
+use crate::effective::Effective;
 use crate::engine::Engine;
-use crate::ic::{Effective, Ic};
+
+pub use only_canisters::call_from_canister;
 
 type CallResult = Result<Vec<u8>, Reject>;
+
+/// What the management canister needs of the IC it is part of: the engine
+/// that executes the canisters, what it knows of each canister, the
+/// subnets a creation may be routed to, and the network's seeded
+/// `raw_rand`.
+pub trait Host {
+    /// The engine beneath.
+    type Engine: Engine;
+    /// The engine, to read.
+    fn engine(&self) -> &Self::Engine;
+    /// The engine, to change.
+    fn engine_mut(&mut self) -> &mut Self::Engine;
+    /// The canister, or the reject a call to a missing one gets.
+    fn canister(&self, id: Principal) -> Result<&CanisterInfo, Reject>;
+    /// The canister, to change (the caller checked it exists): the host
+    /// notes it changed.
+    fn canister_mut(&mut self, id: Principal) -> &mut CanisterInfo;
+    /// A new canister.
+    fn insert_canister(&mut self, id: Principal, info: CanisterInfo);
+    /// A deleted canister.
+    fn remove_canister(&mut self, id: Principal);
+    /// The subnet a provisional creation routed by `effective` creates on;
+    /// why not, if there is none.
+    fn subnet_for(&self, effective: Effective) -> Result<Principal, String>;
+    /// The next value of the network's `raw_rand`: the n-th one drawn is
+    /// [`raw_rand_value`]`(seed, n)`, of the network's seed.
+    fn next_raw_rand(&mut self) -> [u8; 32];
+}
 
 /// A method or argument this model of the IC does not implement.
 pub fn unsupported(what: impl std::fmt::Display) -> Reject {
@@ -55,7 +85,7 @@ pub fn unsupported(what: impl std::fmt::Display) -> Reject {
 /// A query to the management canister from `sender`: `fetch_canister_logs`
 /// (what the canister printed, for whom its log visibility admits), which
 /// the Candid UI and `icp canister logs` call.
-pub fn query<E: Engine>(ic: &Ic<E>, sender: Principal, method: &str, arg: &[u8]) -> CallResult {
+pub fn query(ic: &impl Host, sender: Principal, method: &str, arg: &[u8]) -> CallResult {
     if method != "fetch_canister_logs" {
         return Err(unsupported(format!("query {method} to the management canister")));
     }
@@ -82,7 +112,7 @@ pub fn query<E: Engine>(ic: &Ic<E>, sender: Principal, method: &str, arg: &[u8])
             (*start..=*end).contains(&record.timestamp_nanos)
         }
     };
-    let mut canister_log_records = ic.engine.canister_log(canister)?;
+    let mut canister_log_records = ic.engine().canister_log(canister)?;
     canister_log_records.retain(wanted);
     reply(FetchCanisterLogsResult { canister_log_records })
 }
@@ -96,122 +126,126 @@ enum Origin {
     Canister { subnet: Principal, cycles: u128 },
 }
 
-impl<E: Engine> Ic<E> {
-    /// A management call from `sender`, routed by `effective`.
-    pub fn call_management(
-        &mut self,
-        effective: Effective,
-        sender: Principal,
-        method: &str,
-        arg: &[u8],
-    ) -> CallResult {
-        self.manage(Origin::Ingress(effective), sender, method, arg).0
-    }
+/// A management call from `sender`, routed by `effective`.
+pub fn call(
+    ic: &mut impl Host,
+    effective: Effective,
+    sender: Principal,
+    method: &str,
+    arg: &[u8],
+) -> CallResult {
+    manage(ic, Origin::Ingress(effective), sender, method, arg).0
+}
 
-    /// A management call from `sender`: the answer and the cycles accepted.
-    fn manage(&mut self, origin: Origin, sender: Principal, method: &str, arg: &[u8]) -> (CallResult, u128) {
-        if let Some(answer) = only_canisters::call(self, origin, sender, method, arg) {
-            return answer;
-        }
-        let effective = match origin {
-            Origin::Ingress(effective) => effective,
-            Origin::Canister { .. } => Effective::None,
-        };
-        (self.manage_for_anyone(origin, effective, sender, method, arg), 0)
+/// A management call from `sender`: the answer and the cycles accepted.
+fn manage(
+    ic: &mut impl Host,
+    origin: Origin,
+    sender: Principal,
+    method: &str,
+    arg: &[u8],
+) -> (CallResult, u128) {
+    if let Some(answer) = only_canisters::call(ic, origin, sender, method, arg) {
+        return answer;
     }
+    let effective = match origin {
+        Origin::Ingress(effective) => effective,
+        Origin::Canister { .. } => Effective::None,
+    };
+    (manage_for_anyone(ic, origin, effective, sender, method, arg), 0)
+}
 
-    /// The methods users and canisters both call; none accepts cycles.
-    fn manage_for_anyone(
-        &mut self,
-        origin: Origin,
-        effective: Effective,
-        sender: Principal,
-        method: &str,
-        arg: &[u8],
-    ) -> CallResult {
-        match method {
-            "provisional_create_canister_with_cycles" => {
-                let args: ProvisionalCreateCanisterWithCyclesArgs = decode(arg, method)?;
-                let subnet = match origin {
-                    // A canister creates on its own subnet.
-                    Origin::Canister { subnet, .. } => subnet,
-                    Origin::Ingress(effective) => self
-                        .subnet_for(effective)
-                        .map_err(|why| Reject::new(ErrorCode::SubnetNotFound, why))?,
-                };
-                create(self, subnet, sender, args)
-            }
-            "install_code" => {
-                let args: InstallCodeArgs = decode(arg, method)?;
-                let canister = target(self, effective, args.canister_id, sender, method)?;
-                install(self, canister, sender, args)
-            }
-            "install_chunked_code" => {
-                let args: InstallChunkedCodeArgs = decode(arg, method)?;
-                let canister = target(self, effective, args.target_canister, sender, method)?;
-                install_chunked(self, canister, sender, args)
-            }
-            "upload_chunk" => {
-                let args: UploadChunkArgs = decode(arg, method)?;
-                let canister = target(self, effective, args.canister_id, sender, method)?;
-                upload_chunk(self, canister, args.chunk)
-            }
-            "stored_chunks" | "clear_chunk_store" => {
-                let args: CanisterIdRecord = decode(arg, method)?;
-                let canister = target(self, effective, args.canister_id, sender, method)?;
-                let chunks = &mut self.info_mut(canister).chunks;
-                if method == "clear_chunk_store" {
-                    chunks.clear();
-                    return reply(());
+/// The methods users and canisters both call; none accepts cycles.
+fn manage_for_anyone(
+    ic: &mut impl Host,
+    origin: Origin,
+    effective: Effective,
+    sender: Principal,
+    method: &str,
+    arg: &[u8],
+) -> CallResult {
+    match method {
+        "provisional_create_canister_with_cycles" => {
+            let args: ProvisionalCreateCanisterWithCyclesArgs = decode(arg, method)?;
+            let subnet = match origin {
+                // A canister creates on its own subnet.
+                Origin::Canister { subnet, .. } => subnet,
+                Origin::Ingress(effective) => {
+                    ic.subnet_for(effective).map_err(|why| Reject::new(ErrorCode::SubnetNotFound, why))?
                 }
-                reply(chunks.keys().map(|hash| ChunkHash { hash: hash.clone() }).collect::<Vec<_>>())
-            }
-            "update_settings" => {
-                let args: UpdateSettingsArgs = decode(arg, method)?;
-                let canister = target(self, effective, args.canister_id, sender, method)?;
-                update_settings(self, canister, args.settings)
-            }
-            "start_canister" | "stop_canister" | "delete_canister" | "canister_status" => {
-                let args: CanisterIdRecord = decode(arg, method)?;
-                if method == "delete_canister" && args.canister_id == sender {
-                    return Err(Reject::new(
-                        ErrorCode::CanisterInvalidController,
-                        format!("Canister {sender} cannot delete itself."),
-                    ));
-                }
-                let canister = target(self, effective, args.canister_id, sender, method)?;
-                lifecycle(self, canister, method)
-            }
-            other => Err(unsupported(format!("management method {other}"))),
+            };
+            create(ic, subnet, sender, args)
         }
+        "install_code" => {
+            let args: InstallCodeArgs = decode(arg, method)?;
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            install(ic, canister, sender, args)
+        }
+        "install_chunked_code" => {
+            let args: InstallChunkedCodeArgs = decode(arg, method)?;
+            let canister = target(ic, effective, args.target_canister, sender, method)?;
+            install_chunked(ic, canister, sender, args)
+        }
+        "upload_chunk" => {
+            let args: UploadChunkArgs = decode(arg, method)?;
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            upload_chunk(ic, canister, args.chunk)
+        }
+        "stored_chunks" | "clear_chunk_store" => {
+            let args: CanisterIdRecord = decode(arg, method)?;
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            let chunks = &mut ic.canister_mut(canister).chunks;
+            if method == "clear_chunk_store" {
+                chunks.clear();
+                return reply(());
+            }
+            reply(chunks.keys().map(|hash| ChunkHash { hash: hash.clone() }).collect::<Vec<_>>())
+        }
+        "update_settings" => {
+            let args: UpdateSettingsArgs = decode(arg, method)?;
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            update_settings(ic, canister, args.settings)
+        }
+        "start_canister" | "stop_canister" | "delete_canister" | "canister_status" => {
+            let args: CanisterIdRecord = decode(arg, method)?;
+            if method == "delete_canister" && args.canister_id == sender {
+                return Err(Reject::new(
+                    ErrorCode::CanisterInvalidController,
+                    format!("Canister {sender} cannot delete itself."),
+                ));
+            }
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            lifecycle(ic, canister, method)
+        }
+        other => Err(unsupported(format!("management method {other}"))),
     }
+}
 
-    /// A new canister on `subnet`, created by the management canister for
-    /// a canister (the cycles ledger) that pays `cycles` for it: the
-    /// creation fee is kept, as on the IC. (A canister's own
-    /// `create_canister` is `only_canisters::create`, with the replica's reject.)
-    pub(crate) fn create_paid(
-        &mut self,
-        subnet: Principal,
-        settings: CanisterSettings,
-        cycles: u128,
-    ) -> Result<Principal, Reject> {
-        let fee = CANISTER_CREATION_FEE;
-        let Some(cycles) = cycles.checked_sub(fee) else {
-            return Err(Reject::new(
-                ErrorCode::CanisterOutOfCycles,
-                format!("{cycles} cycles do not pay the canister creation fee of {fee}"),
-            ));
-        };
-        let args = ProvisionalCreateCanisterWithCyclesArgs {
-            amount: Some(Nat::from(cycles)),
-            settings: Some(settings),
-            specified_id: None,
-            sender_canister_version: None,
-        };
-        let created = create(self, subnet, Principal::anonymous(), args)?;
-        Ok(Decode!(&created, CanisterIdRecord).expect("the management canister's reply").canister_id)
-    }
+/// A new canister on `subnet`, created by the management canister for
+/// a canister (the cycles ledger) that pays `cycles` for it: the
+/// creation fee is kept, as on the IC. (A canister's own
+/// `create_canister` is `only_canisters::create`, with the replica's reject.)
+pub fn create_paid(
+    ic: &mut impl Host,
+    subnet: Principal,
+    settings: CanisterSettings,
+    cycles: u128,
+) -> Result<Principal, Reject> {
+    let fee = CANISTER_CREATION_FEE;
+    let Some(cycles) = cycles.checked_sub(fee) else {
+        return Err(Reject::new(
+            ErrorCode::CanisterOutOfCycles,
+            format!("{cycles} cycles do not pay the canister creation fee of {fee}"),
+        ));
+    };
+    let args = ProvisionalCreateCanisterWithCyclesArgs {
+        amount: Some(Nat::from(cycles)),
+        settings: Some(settings),
+        specified_id: None,
+        sender_canister_version: None,
+    };
+    let created = create(ic, subnet, Principal::anonymous(), args)?;
+    Ok(Decode!(&created, CanisterIdRecord).expect("the management canister's reply").canister_id)
 }
 
 /// What the IC charges for creating a canister on a 13-node subnet.
@@ -231,8 +265,8 @@ fn reply<T: CandidType>(value: T) -> CallResult {
 }
 
 /// The canister a controller-only method acts on: it exists and `sender` controls it.
-fn target<E: Engine>(
-    ic: &Ic<E>,
+fn target(
+    ic: &impl Host,
     effective: Effective,
     canister: Principal,
     sender: Principal,
@@ -258,8 +292,8 @@ fn target<E: Engine>(
 }
 
 /// `provisional_create_canister_with_cycles` on `subnet`.
-fn create<E: Engine>(
-    ic: &mut Ic<E>,
+fn create(
+    ic: &mut impl Host,
     subnet: Principal,
     sender: Principal,
     args: ProvisionalCreateCanisterWithCyclesArgs,
@@ -276,7 +310,7 @@ fn create<E: Engine>(
         Some(Err(_)) => return Err(unsupported("creating a canister with more than 2^128 cycles")),
     };
     let controllers = settings.controllers.clone().unwrap_or_else(|| vec![sender]);
-    let id = ic.engine.create_canister(subnet, controllers.clone(), &settings, cycles)?;
+    let id = ic.engine_mut().create_canister(subnet, controllers.clone(), &settings, cycles)?;
     let mut info = CanisterInfo::new(subnet, controllers);
     info.settings = kept;
     ic.insert_canister(id, info);
@@ -289,12 +323,7 @@ fn invalid_settings(why: String) -> Reject {
 }
 
 /// `install_code` in any mode; gzipped modules are unpacked as the IC does.
-fn install<E: Engine>(
-    ic: &mut Ic<E>,
-    canister: Principal,
-    sender: Principal,
-    args: InstallCodeArgs,
-) -> CallResult {
+fn install(ic: &mut impl Host, canister: Principal, sender: Principal, args: InstallCodeArgs) -> CallResult {
     let installed = ic.canister(canister)?.module_hash.is_some();
     if args.mode == CanisterInstallMode::Install && installed {
         return Err(Reject::new(
@@ -308,8 +337,8 @@ fn install<E: Engine>(
     let wasm = unpack(args.wasm_module)
         .map_err(|e| Reject::new(ErrorCode::CanisterInvalidWasm, format!("gzip: {e}")))?;
     let upgrade = matches!(args.mode, CanisterInstallMode::Upgrade(_));
-    ic.engine.install_code(canister, sender, &wasm, args.arg, upgrade)?;
-    let info = ic.info_mut(canister);
+    ic.engine_mut().install_code(canister, sender, &wasm, args.arg, upgrade)?;
+    let info = ic.canister_mut(canister);
     info.module_hash = Some(hash);
     info.module_size = wasm.len() as u64;
     info.metadata = canister::metadata(&wasm);
@@ -326,14 +355,14 @@ fn contract_violation(message: String) -> Reject {
 }
 
 /// `upload_chunk`: the chunk, kept under its sha256.
-fn upload_chunk<E: Engine>(ic: &mut Ic<E>, canister: Principal, chunk: Vec<u8>) -> CallResult {
+fn upload_chunk(ic: &mut impl Host, canister: Principal, chunk: Vec<u8>) -> CallResult {
     if chunk.len() > MAX_CHUNK_BYTES {
         return Err(contract_violation(format!(
             "Wasm chunk size {} exceeds the maximum chunk size of {MAX_CHUNK_BYTES}",
             chunk.len()
         )));
     }
-    let chunks = &mut ic.info_mut(canister).chunks;
+    let chunks = &mut ic.canister_mut(canister).chunks;
     let hash = Sha256::digest(&chunk).to_vec();
     if chunks.len() >= MAX_CHUNKS && !chunks.contains_key(&hash) {
         return Err(Reject::new(
@@ -348,8 +377,8 @@ fn upload_chunk<E: Engine>(ic: &mut Ic<E>, canister: Principal, chunk: Vec<u8>) 
 }
 
 /// `install_chunked_code`: the chunks, in the order listed, make the module.
-fn install_chunked<E: Engine>(
-    ic: &mut Ic<E>,
+fn install_chunked(
+    ic: &mut impl Host,
     canister: Principal,
     sender: Principal,
     args: InstallChunkedCodeArgs,
@@ -418,11 +447,11 @@ fn unpack(module: Vec<u8>) -> std::io::Result<Vec<u8>> {
 /// Every setting a controller gives: controllers and environment
 /// variables in the engine, the rest kept here (see [`settings`]); a new
 /// canister version, as on the IC.
-fn update_settings<E: Engine>(ic: &mut Ic<E>, canister: Principal, given: CanisterSettings) -> CallResult {
+fn update_settings(ic: &mut impl Host, canister: Principal, given: CanisterSettings) -> CallResult {
     let mut kept = ic.canister(canister)?.settings.clone();
     settings::apply(&mut kept, &given).map_err(invalid_settings)?;
-    ic.engine.update_settings(canister, &given)?;
-    let info = ic.info_mut(canister);
+    ic.engine_mut().update_settings(canister, &given)?;
+    let info = ic.canister_mut(canister);
     info.settings = kept;
     if let Some(controllers) = given.controllers {
         info.controllers = controllers;
@@ -431,14 +460,14 @@ fn update_settings<E: Engine>(ic: &mut Ic<E>, canister: Principal, given: Canist
 }
 
 /// `start_canister`, `stop_canister`, `delete_canister`, `canister_status`.
-fn lifecycle<E: Engine>(ic: &mut Ic<E>, canister: Principal, method: &str) -> CallResult {
+fn lifecycle(ic: &mut impl Host, canister: Principal, method: &str) -> CallResult {
     let status = match method {
         "start_canister" => {
-            ic.engine.start_canister(canister)?;
+            ic.engine_mut().start_canister(canister)?;
             CanisterStatusType::Running
         }
         "stop_canister" => {
-            ic.engine.stop_canister(canister)?;
+            ic.engine_mut().stop_canister(canister)?;
             CanisterStatusType::Stopped
         }
         "delete_canister" => {
@@ -448,22 +477,22 @@ fn lifecycle<E: Engine>(ic: &mut Ic<E>, canister: Principal, method: &str) -> Ca
                     format!("Canister {canister} must be stopped before it is deleted."),
                 ));
             }
-            ic.engine.delete_canister(canister)?;
+            ic.engine_mut().delete_canister(canister)?;
             ic.remove_canister(canister);
             return reply(());
         }
         _ => return status(ic, canister),
     };
-    ic.info_mut(canister).status = status;
+    ic.canister_mut(canister).status = status;
     reply(())
 }
 
 /// The canister's settings, sizes, cycles and version. What the engine
 /// does not keep (reserved cycles, query statistics, history, snapshots,
 /// the idle burn) is 0.
-fn status<E: Engine>(ic: &Ic<E>, canister: Principal) -> CallResult {
+fn status(ic: &impl Host, canister: Principal) -> CallResult {
     let info = ic.canister(canister)?;
-    let engine = ic.engine.status(canister)?;
+    let engine = ic.engine().status(canister)?;
     let wasm_memory = Nat::from(engine.wasm_memory_bytes);
     let stable_memory = Nat::from(engine.stable_memory_bytes);
     let chunks: usize = info.chunks.values().map(Vec::len).sum();

@@ -8,33 +8,31 @@ use ic_management_canister_types::{
     CanisterIdRecord, CanisterSettings, CreateCanisterArgs, ProvisionalCreateCanisterWithCyclesArgs,
 };
 
-use super::{CANISTER_CREATION_FEE, CallResult, Origin, create, decode, reply};
+use super::{CANISTER_CREATION_FEE, CallResult, Host, Origin, create, decode, manage, reply};
+use crate::Reject;
 use crate::engine::Engine;
-use crate::{Ic, Reject};
 
 /// The methods only canisters may call.
 const METHODS: [&str; 3] = ["create_canister", "deposit_cycles", "raw_rand"];
 
-impl<E: Engine> Ic<E> {
-    /// A call to the management canister from canister `caller` on
-    /// `subnet`, with `cycles` attached: the answer, and the cycles it
-    /// accepted (the rest go back to the caller).
-    pub(crate) fn call_management_from_canister(
-        &mut self,
-        subnet: Principal,
-        caller: Principal,
-        method: &str,
-        arg: &[u8],
-        cycles: u128,
-    ) -> (CallResult, u128) {
-        self.manage(Origin::Canister { subnet, cycles }, caller, method, arg)
-    }
+/// A call to the management canister from canister `caller` on `subnet`,
+/// with `cycles` attached: the answer, and the cycles it accepted (the
+/// rest go back to the caller).
+pub fn call_from_canister(
+    ic: &mut impl Host,
+    subnet: Principal,
+    caller: Principal,
+    method: &str,
+    arg: &[u8],
+    cycles: u128,
+) -> (CallResult, u128) {
+    manage(ic, Origin::Canister { subnet, cycles }, caller, method, arg)
 }
 
 /// The answer to one of [`METHODS`] and the cycles it accepted; `None` for
 /// another method. From an ingress message, the replica's refusal.
-pub(super) fn call<E: Engine>(
-    ic: &mut Ic<E>,
+pub(super) fn call(
+    ic: &mut impl Host,
     origin: Origin,
     sender: Principal,
     method: &str,
@@ -57,7 +55,7 @@ pub(super) fn call<E: Engine>(
         "deposit_cycles" => {
             let deposited = decode(arg, method).and_then(|args: CanisterIdRecord| {
                 ic.canister(args.canister_id)?;
-                ic.engine.deposit_cycles(args.canister_id, cycles)?;
+                ic.engine_mut().deposit_cycles(args.canister_id, cycles)?;
                 reply(())
             });
             (deposited, true)
@@ -70,7 +68,7 @@ pub(super) fn call<E: Engine>(
                         format!("Error decoding candid for method {method}: {e}"),
                     )
                 })
-                .and_then(|()| reply(ic.state.raw_rand.next().to_vec()));
+                .and_then(|()| reply(ic.next_raw_rand().to_vec()));
             (drawn, false)
         }
     };
@@ -82,8 +80,8 @@ pub(super) fn call<E: Engine>(
 /// A canister's `create_canister` on its own subnet, paid with the `cycles`
 /// attached: the creation fee is kept and the rest is the new canister's
 /// balance; the caller controls it unless `settings` names controllers.
-fn paid_create<E: Engine>(
-    ic: &mut Ic<E>,
+fn paid_create(
+    ic: &mut impl Host,
     subnet: Principal,
     sender: Principal,
     settings: CanisterSettings,

@@ -10,7 +10,7 @@ use ic_management_canister_types::{
 };
 use sim::Sim;
 
-use super::{CANISTER_CREATION_FEE, raw_rand_value};
+use crate::management::{self, CANISTER_CREATION_FEE, raw_rand_value};
 use crate::{Effective, Engine, Ic, Keys, Reject};
 
 /// `call`'s argument: the cycles to attach (u64), the method's length
@@ -191,13 +191,9 @@ fn a_canister_reads_its_own_status_only_as_its_own_controller() {
     assert_eq!(code, 5, "CANISTER_ERROR");
     assert!(message.contains("Only controllers of canister"), "{message}");
     assert_eq!(rounds, 2, "on the caller's own subnet, with no latency between subnets");
-    let (answer, accepted) = ic.call_management_from_canister(
-        ic.engine.subnets()[1],
-        canister,
-        "canister_status",
-        &id_arg(canister),
-        0,
-    );
+    let subnet = ic.engine.subnets()[1];
+    let (answer, accepted) =
+        management::call_from_canister(&mut ic, subnet, canister, "canister_status", &id_arg(canister), 0);
     assert_eq!(answer.unwrap_err().error_code, ErrorCode::CanisterInvalidController);
     assert_eq!(accepted, 0);
 
