@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::effective::Effective;
+use crate::effective::{Effective, NoSubnet};
 use crate::engine::{CallsInFlight, Engine};
 use crate::ingress::Ingress;
 use crate::management::{self, CanisterInfo, RawRand};
@@ -166,7 +166,7 @@ impl<E: Engine> Ic<E> {
 
     /// The subnet a provisional creation routed by `effective` creates on;
     /// why not, if there is none.
-    pub fn subnet_for(&self, effective: Effective) -> Result<Principal, String> {
+    pub fn subnet_for(&self, effective: Effective) -> Result<Principal, NoSubnet> {
         let subnets = self.engine.subnet_ranges();
         let hosts = |id: Principal| {
             let within = |(first, last): &(Principal, Principal)| {
@@ -175,10 +175,10 @@ impl<E: Engine> Ic<E> {
             subnets.iter().find(|subnet| subnet.ranges.iter().any(within)).map(|subnet| subnet.id)
         };
         match effective {
-            Effective::None => subnets.first().map(|subnet| subnet.id).ok_or_else(|| "no subnet".into()),
+            Effective::None => subnets.first().map(|subnet| subnet.id).ok_or(NoSubnet::InTheNetwork),
             Effective::Subnet(id) if subnets.iter().any(|subnet| subnet.id == id) => Ok(id),
-            Effective::Subnet(id) => Err(format!("SubnetNotFound({id})")),
-            Effective::Canister(id) => hosts(id).ok_or_else(|| format!("CanisterNotFound({id})")),
+            Effective::Subnet(id) => Err(NoSubnet::WithId(id)),
+            Effective::Canister(id) => hosts(id).ok_or(NoSubnet::Hosting(id)),
         }
     }
 
@@ -379,7 +379,7 @@ impl<E: Engine> management::Host for Ic<E> {
         self.state.canisters.remove(&id);
     }
 
-    fn subnet_for(&self, effective: Effective) -> Result<Principal, String> {
+    fn subnet_for(&self, effective: Effective) -> Result<Principal, NoSubnet> {
         Ic::subnet_for(self, effective)
     }
 

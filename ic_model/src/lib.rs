@@ -28,7 +28,7 @@ pub mod system_canisters;
 pub use certified_state::{
     CanisterState, CertifiedState, Edits, Path, SubnetRanges, SubnetState, leb128, to_cbor,
 };
-pub use effective::Effective;
+pub use effective::{Effective, NoSubnet};
 pub use engine::{CallsInFlight, Engine, EngineStatus};
 pub use ic::{Ic, IcState, NetworkView, SubnetView};
 /// The management canister's argument and result types, as its methods

@@ -2,7 +2,7 @@
 //! API adds to it (its message ids, effective principals, topology).
 
 use candid::Principal;
-use ic_model::{Effective, Ic, Keys, Misrouted, Reject, SubnetRanges, routed_to};
+use ic_model::{Effective, Ic, Keys, Misrouted, NoSubnet, Reject, SubnetRanges, routed_to};
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{RawCanisterCall, RawEffectivePrincipal, RawMessageId, Topology};
 use sim::Sim;
@@ -64,7 +64,7 @@ pub fn submit(
     // PocketIC refuses a call routed nowhere before execution.
     if canister == Principal::management_canister() {
         if call.method == "provisional_create_canister_with_cycles" {
-            instance.subnet_for(routed).map_err(ApiError::bad_request)?;
+            instance.subnet_for(routed).map_err(no_subnet)?;
         }
     } else {
         routed_to(routed, canister).map_err(misrouted)?;
@@ -112,6 +112,15 @@ pub fn await_message(instance: &mut Instance, id: &RawMessageId) -> Result<CallR
     Err(ApiError::bad_request(format!(
         "BadIngressMessage(Failed to answer to ingress {id:?} after {AWAIT_ROUNDS} rounds.)"
     )))
+}
+
+/// PocketIC's answer to a creation routed to no subnet, in its words.
+fn no_subnet(why: NoSubnet) -> ApiError {
+    ApiError::bad_request(match why {
+        NoSubnet::InTheNetwork => "no subnet".to_string(),
+        NoSubnet::WithId(id) => format!("SubnetNotFound({id})"),
+        NoSubnet::Hosting(id) => format!("CanisterNotFound({id})"),
+    })
 }
 
 /// PocketIC's answer to a message its effective principal misroutes.

@@ -37,7 +37,7 @@ use sha2::{Digest, Sha256};
 use std::io::Read;
 
 use crate::Reject;
-use crate::effective::Effective;
+use crate::effective::{Effective, NoSubnet};
 use crate::engine::Engine;
 
 pub use only_canisters::call_from_canister;
@@ -66,7 +66,7 @@ pub trait Host {
     fn remove_canister(&mut self, id: Principal);
     /// The subnet a provisional creation routed by `effective` creates on;
     /// why not, if there is none.
-    fn subnet_for(&self, effective: Effective) -> Result<Principal, String>;
+    fn subnet_for(&self, effective: Effective) -> Result<Principal, NoSubnet>;
     /// The next value of the network's `raw_rand`: the n-th one drawn is
     /// [`raw_rand_value`]`(seed, n)`, of the network's seed.
     fn next_raw_rand(&mut self) -> [u8; 32];
@@ -170,9 +170,9 @@ fn manage_for_anyone(
             let subnet = match origin {
                 // A canister creates on its own subnet.
                 Origin::Canister { subnet, .. } => subnet,
-                Origin::Ingress(effective) => {
-                    ic.subnet_for(effective).map_err(|why| Reject::new(ErrorCode::SubnetNotFound, why))?
-                }
+                Origin::Ingress(effective) => ic
+                    .subnet_for(effective)
+                    .map_err(|why| Reject::new(ErrorCode::SubnetNotFound, why.to_string()))?,
             };
             create(ic, subnet, sender, args)
         }
