@@ -25,7 +25,8 @@ impl RawRand {
     /// The next value.
     pub(crate) fn next(&mut self) -> [u8; 32] {
         let value = value(self.seed, self.drawn);
-        self.drawn += 1;
+        // A restored counter may stand anywhere: it wraps, never panics.
+        self.drawn = self.drawn.wrapping_add(1);
         value
     }
 }
@@ -52,5 +53,12 @@ mod tests {
         assert_eq!((0..3).map(|_| again.next()).collect::<Vec<_>>(), values);
         assert_ne!(RawRand::new(2).next(), values[0]);
         assert_eq!(value(1, 2), values[2]);
+    }
+
+    #[test]
+    fn a_counter_restored_at_its_last_value_wraps() {
+        let mut last = RawRand { seed: 1, drawn: u64::MAX };
+        assert_eq!(last.next(), value(1, u64::MAX));
+        assert_eq!(last.next(), value(1, 0));
     }
 }
