@@ -20,6 +20,7 @@ use crate::auth::{self, Authenticated};
 use crate::cbor::{self, Cbor, HttpError};
 use crate::network::Network;
 use ic_model::Path as TreePath;
+use ic_model::{CanisterCall, Effective};
 
 /// The replica's `max_request_size_bytes`.
 pub const MAX_REQUEST_BYTES: usize = 5 * 1024 * 1024;
@@ -153,7 +154,7 @@ async fn query(
     };
     let (_, subnet) = network.subnet_of(effective).ok_or_else(|| not_hosted(effective))?;
     let result = network
-        .run(move |backend| backend.query(canister_id, sender, &method_name, arg))
+        .run(move |backend| backend.query(CanisterCall::new(canister_id, sender, method_name, arg)))
         .await
         .map_err(HttpError::internal)?;
     let timestamp = subnet.certified_time();
@@ -417,7 +418,10 @@ async fn submit(network: &Network, message: Message) -> Result<Result<(), crate:
             auth::check_expiry(message.ingress_expiry, shared.now())?;
             let Message { id, sender, canister_id, method_name, arg, ingress_expiry, effective, subnet } =
                 message;
-            let ticket = match backend.submit(effective, canister_id, sender, &method_name, arg) {
+            let ticket = match backend.submit(
+                Effective::Canister(effective),
+                CanisterCall::new(canister_id, sender, method_name, arg),
+            ) {
                 Ok(ticket) => ticket,
                 Err(reject) => return Ok(Err(reject)),
             };

@@ -9,7 +9,7 @@ use ic_management_canister_types::{CanisterLogRecord, CanisterSettings};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::{Reject, SubnetRanges};
+use crate::{CanisterCall, Reject, SubnetRanges};
 
 /// What the engine knows of a canister for `canister_status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -83,26 +83,13 @@ pub trait Engine {
     /// Submits an ingress message to a canister of the engine's; its id for
     /// [`Engine::ingress_status`], or the reject when it is refused before
     /// execution.
-    fn submit_call(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<u64, Reject>;
+    fn submit_call(&mut self, call: CanisterCall) -> Result<u64, Reject>;
     /// The outcome of an ingress message; `None` while it runs.
     fn ingress_status(&self, id: u64) -> Option<Result<Vec<u8>, Reject>>;
     /// Forgets an answered ingress message; `false` if it still runs.
     fn forget_ingress(&mut self, id: u64) -> bool;
     /// A query, on the latest state, that reads `data_certificate`.
-    fn query(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-        data_certificate: Option<Vec<u8>>,
-    ) -> Result<Vec<u8>, Reject>;
+    fn query(&mut self, call: CanisterCall, data_certificate: Option<Vec<u8>>) -> Result<Vec<u8>, Reject>;
     /// Whether messages wait to be executed.
     fn busy(&self) -> bool;
     /// How many messages it has executed since it was built or restored.

@@ -11,7 +11,7 @@ use ic_management_canister_types::{
 use sim::Sim;
 
 use crate::management::{self, CANISTER_CREATION_FEE, raw_rand_value};
-use crate::{Effective, Engine, Ic, Keys, Reject};
+use crate::{CanisterCall, Effective, Engine, Ic, Interface, Keys, Reject};
 
 /// `call`'s argument: the cycles to attach (u64), the method's length
 /// (u32) and name, then the candid argument. It replies with 0 and the
@@ -75,7 +75,7 @@ fn owner() -> Principal {
 
 /// An ingress message from the owner, run to its outcome; the rounds it took.
 fn run(ic: &mut Ic<Sim>, canister: Principal, method: &str, arg: Vec<u8>) -> (Result<Vec<u8>, Reject>, u64) {
-    let number = ic.submit(Effective::None, canister, owner(), method, arg).unwrap();
+    let number = ic.submit(Effective::None, CanisterCall::new(canister, owner(), method, arg)).unwrap();
     for rounds in 1..=10 {
         ic.execute_round();
         if let Some(outcome) = ic.outcome(number) {
@@ -96,10 +96,12 @@ fn forwarder(ic: &mut Ic<Sim>, subnet: usize) -> Principal {
     let number = ic
         .submit(
             effective,
-            Principal::management_canister(),
-            owner(),
-            "provisional_create_canister_with_cycles",
-            Encode!(&create).unwrap(),
+            CanisterCall::new(
+                Principal::management_canister(),
+                owner(),
+                "provisional_create_canister_with_cycles",
+                Encode!(&create).unwrap(),
+            ),
         )
         .unwrap();
     ic.execute_round();

@@ -134,17 +134,6 @@ impl<E: Engine> Ic<E> {
         }
     }
 
-    /// The network's time, in ns since the epoch.
-    pub fn time(&self) -> u64 {
-        self.engine.time()
-    }
-
-    /// Moves the network's time on to `ns`; never back.
-    pub fn advance_time_to(&mut self, ns: u64) {
-        let now = self.engine.time();
-        self.engine.advance_time(ns.saturating_sub(now));
-    }
-
     /// The canister's cycles balance.
     pub fn cycle_balance(&self, canister: Principal) -> Result<u128, Reject> {
         self.canister(canister)?;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::engine::Engine;
-use crate::{Effective, Ic, Reject};
+use crate::{CanisterCall, Effective, Ic, Interface, Reject};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 enum Outcome {
@@ -56,36 +56,6 @@ pub(crate) struct Ingress {
 }
 
 impl<E: Engine> Ic<E> {
-    /// An ingress message from `sender`, routed by `effective`: its number,
-    /// which [`outcome`](Self::outcome) takes, or the reject when the IC
-    /// refuses it before execution.
-    pub fn submit(
-        &mut self,
-        effective: Effective,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<u64, Reject> {
-        let outcome = if self.answers(canister) {
-            Outcome::ForModel(ToModel { effective, canister, method: method.into(), arg })
-        } else {
-            // The effective canister id routes the call; one that names
-            // another canister is refused before execution.
-            routed_to(effective, canister)
-                .map_err(|why| Reject::new(ic_error_types::ErrorCode::CanisterNotFound, why.to_string()))?;
-            Outcome::InEngine(self.engine.submit_call(canister, sender, method, arg)?)
-        };
-        let ingress = &mut self.state.ingress;
-        let number = ingress.next;
-        ingress.next += 1;
-        if let Outcome::ForModel(_) = outcome {
-            ingress.for_model.insert(number);
-        }
-        ingress.messages.insert(number, Message { sender, outcome });
-        Ok(number)
-    }
-
     /// Executes the messages to the management canister and the system
     /// canisters submitted since the last round, in the order they came,
     /// at the engine's time: part of a round ([`Ic::execute_round`]).
@@ -117,16 +87,6 @@ impl<E: Engine> Ic<E> {
         self.state.ingress.executed
     }
 
-    /// The outcome of message `number`; `None` while it runs (or if there is
-    /// none).
-    pub fn outcome(&self, number: u64) -> Option<Result<Vec<u8>, Reject>> {
-        match &self.state.ingress.messages.get(&number)?.outcome {
-            Outcome::Done(result) => Some(result.clone()),
-            Outcome::ForModel(_) => None,
-            Outcome::InEngine(id) => self.engine.ingress_status(*id),
-        }
-    }
-
     /// Who sent message `number`.
     pub fn sender(&self, number: u64) -> Option<Principal> {
         Some(self.state.ingress.messages.get(&number)?.sender)
@@ -136,35 +96,80 @@ impl<E: Engine> Ic<E> {
     pub fn submitted(&self) -> u64 {
         self.state.ingress.next
     }
+}
 
-    /// Forgets an answered message (the IC forgets them after their expiry).
-    /// One still running is kept.
-    pub fn forget(&mut self, number: u64) {
+/// The model as its clients reach it: a message to the management canister
+/// or a system canister waits for the next round, as on the IC; any other
+/// goes to the engine.
+impl<E: Engine> Interface for Ic<E> {
+    fn description(&self) -> String {
+        self.engine.description()
+    }
+
+    fn time(&self) -> u64 {
+        self.engine.time()
+    }
+
+    fn advance_time_to(&mut self, ns: u64) {
+        let now = self.engine.time();
+        self.engine.advance_time(ns.saturating_sub(now));
+    }
+
+    fn submit(&mut self, effective: Effective, call: CanisterCall) -> Result<u64, Reject> {
+        let (canister, sender) = (call.canister, call.sender);
+        let outcome = if self.answers(canister) {
+            Outcome::ForModel(ToModel { effective, canister, method: call.method, arg: call.arg })
+        } else {
+            // The effective canister id routes the call; one that names
+            // another canister is refused before execution.
+            routed_to(effective, canister)
+                .map_err(|why| Reject::new(ic_error_types::ErrorCode::CanisterNotFound, why.to_string()))?;
+            Outcome::InEngine(self.engine.submit_call(call)?)
+        };
         let ingress = &mut self.state.ingress;
-        let forgotten = match ingress.messages.get(&number).map(|m| &m.outcome) {
+        let ticket = ingress.next;
+        ingress.next += 1;
+        if let Outcome::ForModel(_) = outcome {
+            ingress.for_model.insert(ticket);
+        }
+        ingress.messages.insert(ticket, Message { sender, outcome });
+        Ok(ticket)
+    }
+
+    fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
+        match &self.state.ingress.messages.get(&ticket)?.outcome {
+            Outcome::Done(result) => Some(result.clone()),
+            Outcome::ForModel(_) => None,
+            Outcome::InEngine(id) => self.engine.ingress_status(*id),
+        }
+    }
+
+    fn forget(&mut self, ticket: u64) {
+        let ingress = &mut self.state.ingress;
+        let forgotten = match ingress.messages.get(&ticket).map(|m| &m.outcome) {
             Some(Outcome::Done(_)) => true,
             Some(Outcome::ForModel(_)) | None => false,
             Some(Outcome::InEngine(id)) => self.engine.forget_ingress(*id),
         };
         if forgotten {
-            ingress.messages.remove(&number);
+            ingress.messages.remove(&ticket);
         }
     }
 
-    /// A query from `sender`, on the latest state, with the certificate of
-    /// the canister's certified data.
-    pub fn query(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<Vec<u8>, Reject> {
-        if let Some(answer) = self.answer_query(canister, sender, method, &arg) {
+    fn query(&mut self, call: CanisterCall) -> Result<Vec<u8>, Reject> {
+        if let Some(answer) = self.answer_query(call.canister, call.sender, &call.method, &call.arg) {
             return answer;
         }
-        let data_certificate = self.data_certificate(canister);
-        self.engine.query(canister, sender, method, arg, data_certificate)
+        let data_certificate = self.data_certificate(call.canister);
+        self.engine.query(call, data_certificate)
+    }
+
+    /// The round, then the certified state's entries of every canister it
+    /// (or a management call since the last round) created, changed or
+    /// deleted.
+    fn tick(&mut self) {
+        self.execute_round();
+        self.stage_changes();
     }
 }
 

@@ -53,7 +53,7 @@ impl<E: Engine> Ic<E> {
 #[cfg(all(test, feature = "sim"))]
 mod tests {
     use super::*;
-    use crate::Effective;
+    use crate::{CanisterCall, Effective, Interface};
     use candid::{CandidType, Encode, Nat, Principal};
     use ic_management_canister_types::{
         CanisterIdRecord, CanisterInstallMode, InstallCodeArgs, ProvisionalCreateCanisterWithCyclesArgs,
@@ -114,7 +114,8 @@ mod tests {
         let me = Principal::anonymous();
         let now = instance.engine.time();
         let mut call_to = |canister: Principal, method: &str, arg: Vec<u8>| {
-            let index = instance.submit(Effective::None, canister, me, method, arg).unwrap();
+            let index =
+                instance.submit(Effective::None, CanisterCall::new(canister, me, method, arg)).unwrap();
             assert!(instance.outcome(index).is_none(), "it executes in the next round");
             instance.execute_round();
             instance.outcome(index).unwrap()
@@ -156,8 +157,10 @@ mod tests {
         call_to(ledger, "icrc2_approve", Encode!(&approve).unwrap()).unwrap();
         // A message to the model waiting for the next round.
         let (management, status) = (Principal::management_canister(), CanisterIdRecord { canister_id });
-        let waiting =
-            instance.submit(Effective::None, management, me, "canister_status", Encode!(&status).unwrap());
+        let waiting = instance.submit(
+            Effective::None,
+            CanisterCall::new(management, me, "canister_status", Encode!(&status).unwrap()),
+        );
         let waiting = waiting.unwrap();
         // Staged, as a network stages after every round: a restored
         // instance stages everything, which clears what was pending.
@@ -173,7 +176,8 @@ mod tests {
         assert_eq!(restored.certified().root_key_der(), instance.certified().root_key_der());
         assert_eq!(restored.canister(canister_id).unwrap().metadata[0].name, "candid:service");
         let asked = AllowanceArgs { account: Account { owner: me, subaccount: None }, spender };
-        let allowance = restored.query(ledger, me, "icrc2_allowance", Encode!(&asked).unwrap());
+        let allowance =
+            restored.query(CanisterCall::new(ledger, me, "icrc2_allowance", Encode!(&asked).unwrap()));
         let allowance: Allowance = candid::decode_one(&allowance.unwrap()).unwrap();
         assert_eq!(
             (allowance.allowance, allowance.expires_at),

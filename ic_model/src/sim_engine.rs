@@ -9,7 +9,7 @@ use sim::{IDS_PER_SUBNET, Sim, SimError, canister_id};
 use std::collections::BTreeMap;
 
 use crate::engine::{CallToModel, CallsInFlight, Engine, EngineStatus};
-use crate::{Ic, Keys, Reject, SubnetRanges};
+use crate::{CanisterCall, Ic, Keys, Reject, SubnetRanges};
 
 /// What the simulator is, as every server that runs it says.
 pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm); not the replica";
@@ -85,14 +85,8 @@ impl Engine for Sim {
         Sim::builder().restore(saved).map_err(|e| e.to_string())
     }
 
-    fn submit_call(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<u64, Reject> {
-        Sim::submit_call(self, canister, sender, method, arg).map(|id| id.0)
+    fn submit_call(&mut self, call: CanisterCall) -> Result<u64, Reject> {
+        Sim::submit_call(self, call.canister, call.sender, &call.method, call.arg).map(|id| id.0)
     }
 
     fn ingress_status(&self, id: u64) -> Option<Result<Vec<u8>, Reject>> {
@@ -103,15 +97,8 @@ impl Engine for Sim {
         Sim::forget_ingress(self, sim::MessageId(id))
     }
 
-    fn query(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-        data_certificate: Option<Vec<u8>>,
-    ) -> Result<Vec<u8>, Reject> {
-        self.query_call_certified(canister, sender, method, arg, data_certificate)
+    fn query(&mut self, call: CanisterCall, data_certificate: Option<Vec<u8>>) -> Result<Vec<u8>, Reject> {
+        self.query_call_certified(call.canister, call.sender, &call.method, call.arg, data_certificate)
     }
 
     fn busy(&self) -> bool {
@@ -299,6 +286,7 @@ impl Engine for Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Interface;
 
     #[test]
     fn each_subnets_range_holds_the_ids_it_assigns() {
@@ -342,7 +330,8 @@ mod tests {
         let (owner, stranger) = (Principal::from_slice(&[1; 29]), Principal::from_slice(&[2; 29]));
         let mut ic = network(Sim::builder().with_subnet().build(), Keys::from_seed(0)).unwrap();
         let call = |ic: &mut Ic<Sim>, canister: Principal, method: &str, arg: Vec<u8>| {
-            let number = ic.submit(crate::Effective::None, canister, owner, method, arg).unwrap();
+            let number =
+                ic.submit(crate::Effective::None, CanisterCall::new(canister, owner, method, arg)).unwrap();
             for _ in 0..10 {
                 if let Some(outcome) = ic.outcome(number) {
                     return outcome.unwrap();
@@ -380,7 +369,7 @@ mod tests {
         }
         let fetch = |ic: &mut Ic<Sim>, sender: Principal, filter: Option<CanisterLogFilter>| {
             let arg = Encode!(&FetchCanisterLogsArgs { canister_id: canister, filter }).unwrap();
-            let records = ic.query(management, sender, "fetch_canister_logs", arg)?;
+            let records = ic.query(CanisterCall::new(management, sender, "fetch_canister_logs", arg))?;
             Ok::<_, Reject>(Decode!(&records, FetchCanisterLogsResult).unwrap().canister_log_records)
         };
         let records = fetch(&mut ic, owner, None).unwrap();
@@ -421,7 +410,9 @@ mod tests {
         let mut ic = network(Sim::builder().with_subnet().build(), Keys::from_seed(0)).unwrap();
         let call = |ic: &mut Ic<Sim>, sender: Principal, method: &str, arg: Vec<u8>| {
             let management = Principal::management_canister();
-            let number = ic.submit(crate::Effective::None, management, sender, method, arg).unwrap();
+            let number = ic
+                .submit(crate::Effective::None, CanisterCall::new(management, sender, method, arg))
+                .unwrap();
             for _ in 0..10 {
                 if let Some(outcome) = ic.outcome(number) {
                     return outcome;
@@ -487,7 +478,8 @@ mod tests {
         .unwrap();
         sim.install_canister(canister, &wasm, vec![], owner).unwrap();
         let mut outcome = |method: &str| {
-            let id = Engine::submit_call(&mut sim, canister, owner, method, vec![]).unwrap();
+            let id =
+                Engine::submit_call(&mut sim, CanisterCall::new(canister, owner, method, vec![])).unwrap();
             Engine::execute_round(&mut sim);
             Engine::ingress_status(&sim, id).expect("answered").unwrap_err()
         };

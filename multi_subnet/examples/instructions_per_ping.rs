@@ -8,7 +8,7 @@
 //! per ping delivered.
 
 use interface::{Plan, Strategy};
-use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::sim::sim_engine;
 use multi_subnet::scenario::{self, Topology};
 
 fn main() -> anyhow::Result<()> {
@@ -22,12 +22,12 @@ fn main() -> anyhow::Result<()> {
         (Strategy::Batched, Some(100), 2000),
     ] {
         let mut engine =
-            SimEngine::new(sim::Sim::builder().with_subnets(Topology::CrossSubnet.subnets()).build());
+            sim_engine(sim::Sim::builder().with_subnets(Topology::CrossSubnet.subnets()).build());
         let deployment = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms)?;
-        let callee_before = engine.sim().stats(deployment.callee())?.instructions;
+        let callee_before = engine.engine.stats(deployment.callee())?.instructions;
         let plan = Plan { k, ..Plan::new(strategy, n) };
         let run = scenario::run_plan(&mut engine, &deployment, &plan)?;
-        let callee = engine.sim().stats(deployment.callee())?.instructions - callee_before;
+        let callee = engine.engine.stats(deployment.callee())?.instructions - callee_before;
         let k = k.map_or(String::new(), |k| format!(" (k = {k})"));
         println!(
             "| {}{k} | {n} | {:.0} | {:.0} |",

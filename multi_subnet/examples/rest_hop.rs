@@ -8,7 +8,7 @@
 
 use interface::Strategy;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
-use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::sim::sim_engine;
 use multi_subnet::engines::{Engine, TimeStep};
 use multi_subnet::scenario::{self, Topology};
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ fn main() -> anyhow::Result<()> {
     let wasms = canister_wasm::caller_and_callee()?;
     let server = sim_server::Running::start()?;
     let url = url::Url::parse(&server.url)?;
-    let in_process = calls(&mut SimEngine::new(sim::Sim::builder().with_subnets(2).build()), &wasms)?;
+    let in_process = calls(&mut sim_engine(sim::Sim::builder().with_subnets(2).build()), &wasms)?;
     let served = calls(
         &mut PocketIcEngine::start_with_time_step(Server::Url(url.clone()), 2, TimeStep::POCKET_IC)?,
         &wasms,

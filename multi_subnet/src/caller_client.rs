@@ -9,7 +9,7 @@ use interface::{Plan, Report, RetryPolicy, Strategy};
 use serde::de::DeserializeOwned;
 use std::time::{Duration, Instant};
 
-use crate::engines::{Engine, IngressId};
+use crate::engines::{CanisterCall, Engine, IngressId};
 use crate::rounds::{self, RoundLimit, RoundsToComplete};
 
 /// The caller canister, called by `sender`.
@@ -60,19 +60,19 @@ impl CallerClient {
     /// A job's report so far; `None` for an unknown id.
     pub fn job_status(&self, engine: &mut dyn Engine, job: u64) -> Result<Option<Report>> {
         let reply = engine
-            .query(self.canister, self.sender, "job_status", encode_one(job)?)
+            .query(CanisterCall::new(self.canister, self.sender, "job_status", encode_one(job)?))
             .map_err(|reject| anyhow!("job_status was rejected: {reject}"))?;
         Ok(decode_one(&reply)?)
     }
 
     /// Submits `run_plan` without waiting: several can run in one round.
     pub fn submit_run_plan(&self, engine: &mut dyn Engine, plan: &Plan) -> Result<IngressId> {
-        engine.submit(self.canister, self.sender, "run_plan", encode_one(plan)?)
+        engine.submit_update(self.canister, self.sender, "run_plan", encode_one(plan)?)
     }
 
     /// Submits the example's endpoint for `strategy` without waiting.
     pub fn submit_example(&self, engine: &mut dyn Engine, strategy: Strategy, n: u64) -> Result<IngressId> {
-        engine.submit(self.canister, self.sender, example_endpoint(strategy)?, encode_one(n)?)
+        engine.submit_update(self.canister, self.sender, example_endpoint(strategy)?, encode_one(n)?)
     }
 
     fn update<A: ArgumentEncoder, R: CandidType + DeserializeOwned>(

@@ -9,7 +9,8 @@ use sim::{Action, Event, Faults, Outstanding, Sim, Stall, TrapRate, Traps};
 use std::collections::BTreeMap;
 
 use crate::caller_client::round_limit;
-use crate::engines::sim::SimEngine;
+use crate::engines::Interface;
+use crate::engines::sim::sim_engine;
 use crate::engines::{Engine, EngineKind, TimeStep};
 use crate::report::{Format, failure_notes};
 use crate::rounds::{self, RoundLimit};
@@ -228,7 +229,7 @@ const SETTLE_ROUNDS: u64 = 1_000;
 pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &CanisterWasms) -> Result<ChaosRow> {
     let topology = Topology::CrossSubnet;
     // A round in transit between subnets, so that faults catch calls on their way.
-    let mut engine = SimEngine::new(
+    let mut engine = sim_engine(
         Sim::builder()
             .with_subnets(topology.subnets())
             .with_time_step(TimeStep::ONE_SECOND.0)
@@ -236,8 +237,8 @@ pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &Caniste
             .build(),
     );
     let d = scenario::deploy(&mut engine, topology, wasms)?;
-    let start = engine.sim().ticks();
-    engine.sim_mut().inject_faults(fault.inject(seed, &d, start, wasms))?;
+    let start = engine.engine.ticks();
+    engine.engine.inject_faults(fault.inject(seed, &d, start, wasms))?;
     let plan = strategy.plan();
     let client = d.client();
     let mut executed = 0;
@@ -273,14 +274,14 @@ pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &Caniste
         }
     };
     for _ in 0..SETTLE_ROUNDS {
-        if engine.sim().outstanding() == Outstanding::default() {
+        if engine.engine.outstanding() == Outstanding::default() {
             break;
         }
         watch(&mut engine, d.callee(), &mut executed);
         engine.tick();
     }
     watch(&mut engine, d.callee(), &mut executed);
-    let open = engine.sim().outstanding();
+    let open = engine.engine.outstanding();
     let open_at_end =
         open.ingress as u64 + open.call_contexts as u64 + open.calls_in_flight + open.messages as u64;
     let (lost, double_counted) = ledger(&report, executed, strategy.retry().is_some());
@@ -298,7 +299,7 @@ pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &Caniste
         double_counted,
         open_at_end,
         rounds: rounds.0,
-        fault_log: engine.sim().fault_log().to_vec(),
+        fault_log: engine.engine.fault_log().to_vec(),
     })
 }
 

@@ -129,7 +129,12 @@ pub fn run(
                 None => Running::Plan(client(caller).submit_run_plan(engine, plan)?),
                 Some(retry) => Running::Starting(
                     caller,
-                    engine.submit(caller, controller(), "start_job", encode_args((plan, Some(retry)))?)?,
+                    engine.submit_update(
+                        caller,
+                        controller(),
+                        "start_job",
+                        encode_args((plan, Some(retry)))?,
+                    )?,
                 ),
             });
         }

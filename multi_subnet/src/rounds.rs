@@ -34,7 +34,7 @@ pub fn execute(
     arg: Vec<u8>,
     limit: RoundLimit,
 ) -> Result<Completed> {
-    let id = engine.submit(canister, sender, method, arg)?;
+    let id = engine.submit_update(canister, sender, method, arg)?;
     await_outcome(engine, id, limit).map_err(|e| e.context(format!("{method} on {canister}")))
 }
 
@@ -66,7 +66,7 @@ pub fn tick_until<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::{EngineKind, Reject};
+    use crate::engines::{CanisterCall, Effective, EngineKind, Interface, Reject};
 
     /// Answers each message after a scripted number of ticks.
     struct ScriptedEngine {
@@ -82,45 +82,43 @@ mod tests {
         }
     }
 
-    impl Engine for ScriptedEngine {
-        fn kind(&self) -> EngineKind {
-            EngineKind::PocketIc
-        }
+    impl Interface for ScriptedEngine {
         fn description(&self) -> String {
             "scripted".into()
         }
-        fn subnet_count(&self) -> usize {
-            1
-        }
-        fn create_canister(&mut self, _: usize, _: Principal) -> Result<Principal> {
+        fn time(&self) -> u64 {
             unreachable!()
         }
-        fn install(&mut self, _: Principal, _: &[u8], _: Principal) -> Result<()> {
+        fn advance_time_to(&mut self, _: u64) {
             unreachable!()
         }
-        fn submit(&mut self, _: Principal, _: Principal, _: &str, _: Vec<u8>) -> Result<IngressId> {
+        fn submit(&mut self, _: Effective, _: CanisterCall) -> Result<u64, Reject> {
             self.submitted_at.push(self.ticks);
-            Ok(IngressId(self.submitted_at.len() - 1))
+            Ok(self.submitted_at.len() as u64 - 1)
+        }
+        fn outcome(&self, ticket: u64) -> Option<IngressOutcome> {
+            (self.ticks - self.submitted_at[ticket as usize] >= self.ticks_needed)
+                .then(|| self.outcome.clone())
+        }
+        fn forget(&mut self, _: u64) {
+            unreachable!()
         }
         fn tick(&mut self) {
             self.ticks += 1;
         }
-        fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
-            (self.ticks - self.submitted_at[id.0] >= self.ticks_needed).then(|| self.outcome.clone())
-        }
-        fn cycle_balance(&mut self, _: Principal) -> Result<u128> {
+        fn query(&mut self, _: CanisterCall) -> IngressOutcome {
             unreachable!()
         }
-        fn call_management(
-            &mut self,
-            _: Principal,
-            _: Principal,
-            _: &str,
-            _: Vec<u8>,
-        ) -> Result<IngressOutcome> {
+    }
+
+    impl Engine for ScriptedEngine {
+        fn kind(&self) -> EngineKind {
+            EngineKind::PocketIc
+        }
+        fn subnets(&self) -> Vec<Principal> {
             unreachable!()
         }
-        fn query(&mut self, _: Principal, _: Principal, _: &str, _: Vec<u8>) -> IngressOutcome {
+        fn cycle_balance(&mut self, _: Principal) -> anyhow::Result<u128> {
             unreachable!()
         }
     }

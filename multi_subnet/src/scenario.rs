@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 use crate::caller_client::{CallerClient, round_limit};
-use crate::engines::Engine;
+use crate::engines::{CanisterCall, Engine};
 use crate::rounds::{self, RoundLimit, RoundsToComplete};
 use canister_wasm::CanisterWasms;
 
@@ -138,7 +138,7 @@ pub fn admit_caller(engine: &mut dyn Engine, callee: Principal, caller: Principa
 /// Pings the callee executed since it was installed (its `pings_received`).
 pub fn pings_received(engine: &mut dyn Engine, callee: Principal) -> Result<u64> {
     let reply = engine
-        .query(callee, controller(), "pings_received", encode_one(())?)
+        .query(CanisterCall::new(callee, controller(), "pings_received", encode_one(())?))
         .map_err(|reject| anyhow!("pings_received was rejected: {reject}"))?;
     Ok(decode_one(&reply)?)
 }

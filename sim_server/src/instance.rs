@@ -2,7 +2,9 @@
 //! API adds to it (its message ids, effective principals, topology).
 
 use candid::Principal;
-use ic_model::{Effective, Ic, Keys, Misrouted, NoSubnet, Reject, SubnetRanges, routed_to};
+use ic_model::{
+    CanisterCall, Effective, Ic, Interface, Keys, Misrouted, NoSubnet, Reject, SubnetRanges, routed_to,
+};
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{RawCanisterCall, RawEffectivePrincipal, RawMessageId, Topology};
 use sim::Sim;
@@ -69,7 +71,8 @@ pub fn submit(
     } else {
         routed_to(routed, canister).map_err(misrouted)?;
     }
-    let number = match instance.submit(routed, canister, sender, &call.method, call.payload) {
+    let number = match instance.submit(routed, CanisterCall::new(canister, sender, call.method, call.payload))
+    {
         Ok(number) => number,
         Err(reject) => return Ok(Err(errors::pocket_ic_reject(reject))),
     };
@@ -135,7 +138,7 @@ pub fn query(instance: &mut Instance, call: RawCanisterCall) -> Result<CallResul
     if canister != Principal::management_canister() {
         routed_to(effective(&call.effective_principal)?, canister).map_err(misrouted)?;
     }
-    Ok(instance.query(canister, sender, &call.method, call.payload))
+    Ok(instance.query(CanisterCall::new(canister, sender, call.method, call.payload)))
 }
 
 /// `update/set_time`: the simulator's time only moves forward.

@@ -187,6 +187,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ic_model::Interface;
     use pocket_ic::common::rest::ExtendedSubnetConfigSet;
 
     #[tokio::test]

@@ -3,11 +3,10 @@
 //! and an HTTP gateway serves it through the IC's HTTP interface
 //! (`ic_http`), so that `PocketIc::make_live` hands back a URL an agent uses.
 
-use candid::Principal;
 use engine_thread::EngineThread;
 use ic_error_types::ErrorCode;
 use ic_http::{Backend, Reject};
-use ic_model::CertifiedState;
+use ic_model::{CanisterCall, CertifiedState, Effective, Interface};
 use std::sync::Arc;
 
 use crate::instance::Instance;
@@ -46,63 +45,50 @@ fn gone() -> Reject {
     )
 }
 
-impl Backend for Remote {
-    fn view(&self) -> Option<ic_model::NetworkView> {
-        self.run(None, |i| Backend::view(i))
-    }
-
+impl Interface for Remote {
     fn description(&self) -> String {
-        self.run("a deleted instance".into(), |i| Backend::description(i))
-    }
-
-    fn certified_state(&self) -> Arc<CertifiedState> {
-        self.certified.clone()
+        self.run("a deleted instance".into(), |i| i.description())
     }
 
     fn time(&self) -> u64 {
-        self.run(0, |i| Backend::time(i))
+        self.run(0, |i| i.time())
     }
 
     fn advance_time_to(&mut self, ns: u64) {
         self.run((), move |i| i.advance_time_to(ns))
     }
 
-    fn submit(
-        &mut self,
-        effective: Principal,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<u64, Reject> {
-        let method = method.to_string();
-        self.run(Err(gone()), move |i| Backend::submit(i, effective, canister, sender, &method, arg))
+    fn submit(&mut self, effective: Effective, call: CanisterCall) -> Result<u64, Reject> {
+        self.run(Err(gone()), move |i| i.submit(effective, call))
     }
 
     fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
-        self.run(Some(Err(gone())), move |i| Backend::outcome(i, ticket))
+        self.run(Some(Err(gone())), move |i| i.outcome(ticket))
     }
 
     fn forget(&mut self, ticket: u64) {
-        self.run((), move |i| Backend::forget(i, ticket))
-    }
-
-    fn has_work(&self) -> bool {
-        self.run(false, |i| Backend::has_work(i))
+        self.run((), move |i| i.forget(ticket))
     }
 
     fn tick(&mut self) {
-        self.run((), Backend::tick)
+        self.run((), Interface::tick)
     }
 
-    fn query(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<Vec<u8>, Reject> {
-        let method = method.to_string();
-        self.run(Err(gone()), move |i| Backend::query(i, canister, sender, &method, arg))
+    fn query(&mut self, call: CanisterCall) -> Result<Vec<u8>, Reject> {
+        self.run(Err(gone()), move |i| i.query(call))
+    }
+}
+
+impl Backend for Remote {
+    fn certified_state(&self) -> Arc<CertifiedState> {
+        self.certified.clone()
+    }
+
+    fn has_work(&self) -> bool {
+        self.run(false, |i| i.busy())
+    }
+
+    fn view(&self) -> Option<ic_model::NetworkView> {
+        self.run(None, |i| Some(i.view()))
     }
 }

@@ -244,7 +244,8 @@ async fn topology(State(server): App, Path(id): Path<String>) -> Answer<Topology
 }
 
 async fn get_time(State(server): App, Path(id): Path<String>) -> Answer<RawTime> {
-    let nanos_since_epoch = server.instances.with(instance_id(&id)?, |i| i.time()).await?;
+    let nanos_since_epoch =
+        server.instances.with(instance_id(&id)?, |i| ic_model::Interface::time(i)).await?;
     Ok(Json(RawTime { nanos_since_epoch }))
 }
 

@@ -11,7 +11,7 @@ use ic_agent::identity::{
 use ic_agent::{Agent, AgentError, Identity, RequestId};
 use ic_error_types::ErrorCode;
 use ic_http::{Backend, Network, Options, Persistence, Reject};
-use ic_model::{CertifiedState, Keys, SubnetRanges};
+use ic_model::{CanisterCall, CertifiedState, Effective, Interface, Keys, SubnetRanges};
 use ic_transport_types::{Delegation, Envelope, EnvelopeContent, SignedDelegation};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -63,13 +63,9 @@ fn missing(canister: Principal, kind: &str, method: &str) -> Reject {
     )
 }
 
-impl Backend for Echo {
+impl Interface for Echo {
     fn description(&self) -> String {
         "an echo backend for ic_http's tests".into()
-    }
-
-    fn certified_state(&self) -> Arc<CertifiedState> {
-        self.state.clone()
     }
 
     fn time(&self) -> u64 {
@@ -80,33 +76,20 @@ impl Backend for Echo {
         self.time = self.time.max(ns);
     }
 
-    fn query(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<Vec<u8>, Reject> {
-        match method {
-            "echo" => Ok(arg),
-            "whoami" => Ok(sender.as_slice().to_vec()),
+    fn query(&mut self, call: CanisterCall) -> Result<Vec<u8>, Reject> {
+        match call.method.as_str() {
+            "echo" => Ok(call.arg),
+            "whoami" => Ok(call.sender.as_slice().to_vec()),
             "panic" => panic!("the echo backend panics when asked to"),
-            _ => Err(missing(canister, "query", method)),
+            method => Err(missing(call.canister, "query", method)),
         }
     }
 
-    fn submit(
-        &mut self,
-        _effective: Principal,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<u64, Reject> {
-        if canister == Principal::management_canister() {
-            return Err(missing(canister, "update", method));
+    fn submit(&mut self, _effective: Effective, call: CanisterCall) -> Result<u64, Reject> {
+        if call.canister == Principal::management_canister() {
+            return Err(missing(call.canister, "update", &call.method));
         }
-        self.messages.push((canister, sender, method.into(), arg, None));
+        self.messages.push((call.canister, call.sender, call.method, call.arg, None));
         Ok(self.messages.len() as u64 - 1)
     }
 
@@ -116,19 +99,6 @@ impl Backend for Echo {
 
     fn forget(&mut self, ticket: u64) {
         self.messages[ticket as usize].3.clear();
-    }
-
-    fn has_work(&self) -> bool {
-        self.messages.iter().any(|m| m.4.is_none())
-    }
-
-    fn state_version(&self) -> u64 {
-        self.messages.len() as u64
-    }
-
-    fn save(&self) -> Result<ic_http::SavedState, String> {
-        let saved = serde_cbor::to_vec(&(self.time, self.count, &self.messages)).unwrap();
-        Ok(Box::new(move || Ok(saved)))
     }
 
     fn tick(&mut self) {
@@ -143,6 +113,25 @@ impl Backend for Echo {
                 _ => Err(missing(*canister, "update", method)),
             });
         }
+    }
+}
+
+impl Backend for Echo {
+    fn certified_state(&self) -> Arc<CertifiedState> {
+        self.state.clone()
+    }
+
+    fn has_work(&self) -> bool {
+        self.messages.iter().any(|m| m.4.is_none())
+    }
+
+    fn state_version(&self) -> u64 {
+        self.messages.len() as u64
+    }
+
+    fn save(&self) -> Result<ic_http::SavedState, String> {
+        let saved = serde_cbor::to_vec(&(self.time, self.count, &self.messages)).unwrap();
+        Ok(Box::new(move || Ok(saved)))
     }
 }
 

@@ -23,7 +23,7 @@ pub fn execute(args: &EngineArgs) -> Result<Output> {
         let report = ExampleReport {
             engine: engine.kind(),
             metering: Metering::Replica,
-            engine_description: engine.description(),
+            engine_description: resolved.factory.description(),
             runs,
         };
         sections.push((title, report));

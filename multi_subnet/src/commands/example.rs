@@ -43,7 +43,7 @@ impl ExampleArgs {
         let report = ExampleReport {
             engine: engine.kind(),
             metering: Metering::Replica,
-            engine_description: engine.description(),
+            engine_description: resolved.factory.description(),
             runs,
         };
         Ok(Output {

@@ -5,12 +5,16 @@ pub mod pocket_ic;
 pub mod pocket_ic_server;
 pub mod sim;
 
-use anyhow::Result;
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::profile::Profile;
 pub use crate::profile::TimeStep;
-use candid::Principal;
+use candid::{Decode, Encode, Principal};
 pub use ic_error_types::RejectCode;
+use ic_model::ic_management_canister_types::{
+    CanisterIdRecord, CanisterInstallMode, CanisterSettings, InstallCodeArgs,
+    ProvisionalCreateCanisterWithCyclesArgs,
+};
 use serde::Serialize;
 use std::fmt;
 
@@ -101,7 +105,7 @@ impl EngineFactory {
                 let builder =
                     ::sim::Sim::builder().with_subnets(subnets).with_time_step(profile.time_step().0);
                 let sim = builder.with_xnet_latency_rounds(profile.xnet_latency_rounds()).build();
-                Ok(Box::new(sim::SimEngine::new(sim)))
+                Ok(Box::new(sim::sim_engine(sim)))
             }
             (Self::PocketIc(_), Profile::PocketIc) => self.start(subnets, profile.time_step()),
             (Self::PocketIc(_), Profile::Mainnet { .. }) => anyhow::bail!(
@@ -116,72 +120,126 @@ impl EngineFactory {
             Self::PocketIc(server) => {
                 Box::new(pocket_ic::PocketIcEngine::start_with_time_step(server.clone(), subnets, step)?)
             }
-            Self::Sim => Box::new(sim::SimEngine::new(
+            Self::Sim => Box::new(sim::sim_engine(
                 ::sim::Sim::builder().with_subnets(subnets).with_time_step(step.0).build(),
             )),
         })
     }
 }
 
-/// A message submitted with [`Engine::submit`].
+/// A message submitted with [`Engine::submit_update`]: the ticket its
+/// outcome is read by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IngressId(pub usize);
+pub struct IngressId(pub u64);
 
 /// An IC reject: its error code, reject code and message (`ic_reject`'s,
 /// the simulator's and the model's; the PocketIC engine converts its
 /// rejects to it).
 pub use ::sim::Reject;
 
+/// An IC as a client reaches it; every engine is one.
+pub use ic_model::{CanisterCall, Effective, Interface};
+
 /// The final state of an ingress message: the reply bytes or the reject.
 pub type IngressOutcome = std::result::Result<Vec<u8>, Reject>;
 
-/// What the harness needs from an IC: subnets, canisters, ingress and rounds.
-pub trait Engine {
+/// How many rounds [`Engine::call_management`] waits for its answer, as
+/// the pocket-ic client's update calls do.
+const MAX_ROUNDS_OF_AN_UPDATE: usize = 100;
+
+/// What the harness needs from an IC beyond what any client reaches
+/// ([`Interface`]): its application subnets and a canister's balance.
+/// Creating and installing canisters are calls to the management canister,
+/// the same on every engine.
+pub trait Engine: Interface {
     fn kind(&self) -> EngineKind;
 
-    /// One line for humans: the engine and its version or origin.
-    fn description(&self) -> String;
+    /// The application subnets in ascending order of id bytes, the order
+    /// in which a round runs.
+    fn subnets(&self) -> Vec<Principal>;
 
-    /// How many application subnets there are. Subnet `i` is the i-th in
-    /// ascending order of subnet id bytes, the order in which a round runs.
-    fn subnet_count(&self) -> usize;
+    /// The canister's cycle balance now.
+    fn cycle_balance(&mut self, canister: Principal) -> Result<u128>;
 
-    /// Creates an empty canister on subnet `subnet`, controlled by `controller`.
-    fn create_canister(&mut self, subnet: usize, controller: Principal) -> Result<Principal>;
+    fn subnet_count(&self) -> usize {
+        self.subnets().len()
+    }
+
+    /// Creates an empty canister on the `subnet`-th subnet, controlled by
+    /// `controller`, with the cycles a provisional creation gives.
+    fn create_canister(&mut self, subnet: usize, controller: Principal) -> Result<Principal> {
+        let subnets = self.subnets();
+        let id = *subnets
+            .get(subnet)
+            .with_context(|| format!("no subnet {subnet}: there are {}", subnets.len()))?;
+        let args = ProvisionalCreateCanisterWithCyclesArgs {
+            amount: None,
+            settings: Some(CanisterSettings { controllers: Some(vec![controller]), ..Default::default() }),
+            specified_id: None,
+            sender_canister_version: None,
+        };
+        let method = "provisional_create_canister_with_cycles";
+        let created = self.call_management(Effective::Subnet(id), controller, method, Encode!(&args)?)?;
+        let created = created.map_err(|reject| anyhow!("{method}: {reject}"))?;
+        Ok(Decode!(&created, CanisterIdRecord)?.canister_id)
+    }
 
     /// Installs `wasm` with an empty init argument, as `controller`.
-    fn install(&mut self, canister: Principal, wasm: &[u8], controller: Principal) -> Result<()>;
+    fn install(&mut self, canister: Principal, wasm: &[u8], controller: Principal) -> Result<()> {
+        let args = InstallCodeArgs {
+            mode: CanisterInstallMode::Install,
+            canister_id: canister,
+            wasm_module: wasm.to_vec(),
+            arg: candid::encode_args(())?,
+            sender_canister_version: None,
+        };
+        let installed =
+            self.call_management(Effective::Canister(canister), controller, "install_code", Encode!(&args)?)?;
+        installed.map_err(|reject| anyhow!("install_code: {reject}"))?;
+        Ok(())
+    }
 
-    /// Submits an update call; it is executed by later [`Engine::tick`]s.
-    fn submit(
+    /// Submits an update call to `canister`; later [`Interface::tick`]s
+    /// execute it.
+    fn submit_update(
         &mut self,
         canister: Principal,
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
-    ) -> Result<IngressId>;
-
-    /// Executes one round on every subnet.
-    fn tick(&mut self);
+    ) -> Result<IngressId> {
+        let ticket = self
+            .submit(Effective::Canister(canister), CanisterCall::new(canister, sender, method, arg))
+            .map_err(|reject| anyhow!("{method} refused: {reject}"))?;
+        Ok(IngressId(ticket))
+    }
 
     /// `None` while the message is still being processed.
-    fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome>;
+    fn ingress_status(&self, id: IngressId) -> Option<IngressOutcome> {
+        self.outcome(id.0)
+    }
 
-    /// The canister's cycle balance now.
-    fn cycle_balance(&mut self, canister: Principal) -> Result<u128>;
-
-    /// An update call from `sender` to the management canister about
-    /// `target` (its effective canister id), executed to its end: the IC's
-    /// answer, or why there is none.
+    /// An update call from `sender` to the management canister, routed by
+    /// `effective`, executed to its end: the IC's answer, or why there is
+    /// none.
     fn call_management(
         &mut self,
-        target: Principal,
+        effective: Effective,
         sender: Principal,
         method: &str,
         arg: Vec<u8>,
-    ) -> Result<IngressOutcome>;
-
-    /// A query call; it changes nothing.
-    fn query(&mut self, canister: Principal, sender: Principal, method: &str, arg: Vec<u8>)
-    -> IngressOutcome;
+    ) -> Result<IngressOutcome> {
+        let management = Principal::management_canister();
+        let ticket = match self.submit(effective, CanisterCall::new(management, sender, method, arg)) {
+            Ok(ticket) => ticket,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        for _ in 0..MAX_ROUNDS_OF_AN_UPDATE {
+            self.tick();
+            if let Some(outcome) = self.outcome(ticket) {
+                return Ok(outcome);
+            }
+        }
+        bail!("{method} did not complete within {MAX_ROUNDS_OF_AN_UPDATE} rounds")
+    }
 }

@@ -2,15 +2,16 @@
 //! client: on a PocketIC server binary, or on whatever serves PocketIC's
 //! REST API at a URL.
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::anyhow;
 use candid::Principal;
 use pocket_ic::common::rest::{RawEffectivePrincipal, RawMessageId};
 use pocket_ic::{PocketIc, PocketIcBuilder};
 use url::Url;
 
 use super::pocket_ic_server::PocketIcServer;
-use super::{Engine, EngineKind, IngressId, IngressOutcome, Reject, TimeStep};
+use super::{CanisterCall, Effective, Engine, EngineKind, Interface, Reject, TimeStep};
 use ic_reject::ErrorCode;
+use std::collections::BTreeMap;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
@@ -40,7 +41,9 @@ pub struct PocketIcEngine {
     pic: PocketIc,
     /// Application subnets in ascending id byte order.
     subnets: Vec<Principal>,
-    submitted: Vec<RawMessageId>,
+    /// The messages submitted and not forgotten, by ticket.
+    submitted: BTreeMap<u64, RawMessageId>,
+    next_ticket: u64,
     /// Added to the 1 ns a PocketIC tick advances, so that a round takes `step`.
     extra_time_per_tick: Duration,
 }
@@ -49,11 +52,11 @@ impl PocketIcEngine {
     /// Starts an instance with `subnets` application subnets on `server`.
     /// Uses the blocking client, which runs its own tokio runtime: it must
     /// not be called from inside another runtime.
-    pub fn start(server: Server, subnets: usize) -> Result<Self> {
+    pub fn start(server: Server, subnets: usize) -> anyhow::Result<Self> {
         Self::start_with_time_step(server, subnets, TimeStep::POCKET_IC)
     }
 
-    pub fn start_with_time_step(server: Server, subnets: usize, step: TimeStep) -> Result<Self> {
+    pub fn start_with_time_step(server: Server, subnets: usize, step: TimeStep) -> anyhow::Result<Self> {
         let mut builder = match &server {
             Server::Binary(binary) => PocketIcBuilder::new().with_server_binary(binary.path.clone()),
             Server::Url(url) => PocketIcBuilder::new().with_server_url(url.clone()),
@@ -80,50 +83,50 @@ impl PocketIcEngine {
         let mut subnets = pic.topology().get_app_subnets();
         subnets.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
         let extra_time_per_tick = Duration::from_nanos(step.0.saturating_sub(TimeStep::POCKET_IC.0));
-        Ok(Self { server, pic, subnets, submitted: vec![], extra_time_per_tick })
+        Ok(Self { server, pic, subnets, submitted: BTreeMap::new(), next_ticket: 0, extra_time_per_tick })
     }
 }
 
-impl Engine for PocketIcEngine {
-    fn kind(&self) -> EngineKind {
-        EngineKind::PocketIc
-    }
-
+impl Interface for PocketIcEngine {
     fn description(&self) -> String {
         describe(&self.server)
     }
 
-    fn subnet_count(&self) -> usize {
-        self.subnets.len()
+    fn time(&self) -> u64 {
+        self.pic.get_time().as_nanos_since_unix_epoch()
     }
 
-    fn create_canister(&mut self, subnet: usize, controller: Principal) -> Result<Principal> {
-        let subnet_id = *self
-            .subnets
-            .get(subnet)
-            .ok_or_else(|| anyhow!("no subnet {subnet}: there are {}", self.subnets.len()))?;
-        Ok(self.pic.create_canister_on_subnet(Some(controller), None, subnet_id))
+    fn advance_time_to(&mut self, ns: u64) {
+        if ns > self.time() {
+            self.pic.set_time(pocket_ic::Time::from_nanos_since_unix_epoch(ns));
+        }
     }
 
-    fn install(&mut self, canister: Principal, wasm: &[u8], controller: Principal) -> Result<()> {
-        let arg = candid::encode_args(()).context("encoding the empty init argument")?;
-        self.pic.install_canister(canister, wasm.to_vec(), arg, Some(controller));
-        Ok(())
+    fn submit(&mut self, effective: Effective, call: CanisterCall) -> Result<u64, Reject> {
+        let effective = match effective {
+            Effective::None => RawEffectivePrincipal::None,
+            Effective::Subnet(id) => RawEffectivePrincipal::SubnetId(id.as_slice().to_vec()),
+            Effective::Canister(id) => RawEffectivePrincipal::CanisterId(id.as_slice().to_vec()),
+        };
+        let CanisterCall { canister, sender, method, arg } = call;
+        let id = self.pic.submit_call_with_effective_principal(canister, effective, sender, &method, arg);
+        let id = id.map_err(reject)?;
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.submitted.insert(ticket, id);
+        Ok(ticket)
     }
 
-    fn submit(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<IngressId> {
-        let id = self
-            .pic
-            .submit_call(canister, sender, method, arg)
-            .map_err(|e| anyhow!("PocketIC refused {method}: {}", e.reject_message))?;
-        self.submitted.push(id);
-        Ok(IngressId(self.submitted.len() - 1))
+    fn outcome(&self, ticket: u64) -> Option<Result<Vec<u8>, Reject>> {
+        let raw = self.submitted.get(&ticket)?.clone();
+        self.pic.ingress_status(raw).map(|outcome| outcome.map_err(reject))
+    }
+
+    fn forget(&mut self, ticket: u64) {
+        // PocketIC keeps every status; the engine forgets how to ask.
+        if self.outcome(ticket).is_some() {
+            self.submitted.remove(&ticket);
+        }
     }
 
     fn tick(&mut self) {
@@ -133,38 +136,22 @@ impl Engine for PocketIcEngine {
         self.pic.tick();
     }
 
-    fn cycle_balance(&mut self, canister: Principal) -> Result<u128> {
+    fn query(&mut self, call: CanisterCall) -> Result<Vec<u8>, Reject> {
+        self.pic.query_call(call.canister, call.sender, &call.method, call.arg).map_err(reject)
+    }
+}
+
+impl Engine for PocketIcEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::PocketIc
+    }
+
+    fn subnets(&self) -> Vec<Principal> {
+        self.subnets.clone()
+    }
+
+    fn cycle_balance(&mut self, canister: Principal) -> anyhow::Result<u128> {
         Ok(self.pic.cycle_balance(canister))
-    }
-
-    fn call_management(
-        &mut self,
-        target: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<IngressOutcome> {
-        let effective = RawEffectivePrincipal::CanisterId(target.as_slice().to_vec());
-        let management = Principal::management_canister();
-        Ok(self
-            .pic
-            .update_call_with_effective_principal(management, effective, sender, method, arg)
-            .map_err(reject))
-    }
-
-    fn query(
-        &mut self,
-        canister: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> IngressOutcome {
-        self.pic.query_call(canister, sender, method, arg).map_err(reject)
-    }
-
-    fn ingress_status(&mut self, id: IngressId) -> Option<IngressOutcome> {
-        let raw = self.submitted[id.0].clone();
-        self.pic.ingress_status(raw).map(|outcome| outcome.map_err(reject))
     }
 }
 

@@ -2,7 +2,7 @@
 //! replies, rounds, counts and instructions, also in another process.
 
 use interface::Strategy;
-use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::sim::sim_engine;
 use multi_subnet::scenario::{self, Topology};
 use sim::Sim;
 use std::process::Command;
@@ -14,7 +14,7 @@ fn trace() -> String {
     let wasms = canister_wasm::caller_and_callee().unwrap();
     let mut out = String::new();
     for topology in [Topology::SameSubnet, Topology::CrossSubnet] {
-        let mut engine = SimEngine::new(Sim::builder().with_subnets(topology.subnets()).build());
+        let mut engine = sim_engine(Sim::builder().with_subnets(topology.subnets()).build());
         let d = scenario::deploy(&mut engine, topology, &wasms).unwrap();
         for (strategy, calls) in [(Strategy::Sequential, 300), (Strategy::Parallel, 700)] {
             let run = scenario::run(&mut engine, &d, strategy, calls).unwrap();
@@ -22,7 +22,7 @@ fn trace() -> String {
                 &format!("{topology:?} {strategy:?} {calls}: {} in {} rounds\n", run.succeeded, run.rounds.0);
         }
         for canister in [d.caller, d.callee()] {
-            let sim = engine.sim();
+            let sim = &engine.engine;
             out += &format!("{:?} {}\n", sim.stats(canister).unwrap(), sim.cycle_balance(canister).unwrap());
         }
     }

@@ -2,7 +2,8 @@
 
 use candid::{Principal, encode_one};
 use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy};
-use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::sim::{SimEngine, sim_engine};
+use multi_subnet::engines::{CanisterCall, Interface};
 use multi_subnet::engines::{Engine, TimeStep};
 use multi_subnet::scenario::{self, Deployment, Topology, controller};
 use sim::Sim;
@@ -12,7 +13,7 @@ const TIMER_TASK: &str = "<ic-cdk internal> timer_executor";
 fn deployed() -> (SimEngine, Deployment) {
     let wasms = canister_wasm::caller_and_callee().unwrap();
     let mut engine =
-        SimEngine::new(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
+        sim_engine(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
     let deployment = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
     (engine, deployment)
 }
@@ -46,7 +47,7 @@ fn retries_from_timers_deliver_all_2000_parallel_pings() {
     let (mut engine, d) = deployed();
     let backoff_ms = 3_000;
     let policy = RetryPolicy { max_attempts: 10, backoff_ms, idempotent: false };
-    let started = engine.sim().time();
+    let started = engine.engine.time();
     let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 2000), policy);
     let report = finish(&mut engine, &d, job);
     assert_eq!(report.succeeded, 2000, "{report:?}");
@@ -56,7 +57,7 @@ fn retries_from_timers_deliver_all_2000_parallel_pings() {
 
     // The engine saw it: the first 500 calls in start_job; every retried
     // call_perform in a timer task, no earlier than the failure + backoff.
-    let performed = &engine.sim().stats(d.caller).unwrap().calls_performed_in;
+    let performed = &engine.engine.stats(d.caller).unwrap().calls_performed_in;
     let first = performed["start_job"];
     assert_eq!(first.calls, 500);
     let failed_at = first.first_at;
@@ -81,13 +82,13 @@ fn sys_unknown_is_retried_for_idempotent_pings_and_each_nonce_runs_once() {
     // The callee executed the pings in start_job's tick; the caller is held
     // back past the deadline, so it learns only SYS_UNKNOWN.
     assert_eq!(pings_received(&mut engine, d.callee()), 20);
-    engine.sim_mut().pause_canister(d.caller, 10);
+    engine.engine.pause_canister(d.caller, 10);
     let report = finish(&mut engine, &d, job);
     assert_eq!((report.succeeded, report.retries), (20, 20), "{report:?}");
     assert_eq!(report.delivered_earlier, 20, "the first attempt delivered them; the retry learned it");
     assert_eq!(report.failed(FailureKind::SysUnknown), 20);
     assert_eq!(
-        engine.sim().stats(d.callee()).unwrap().executions_of("ping_once_with_floor"),
+        engine.engine.stats(d.callee()).unwrap().executions_of("ping_once_with_floor"),
         40,
         "each ping arrived twice"
     );
@@ -100,7 +101,7 @@ fn without_idempotence_sys_unknown_is_not_retried() {
     let p = Plan { timeout_seconds: Some(5), ..Plan::new(Strategy::Parallel, 5) };
     let retry = RetryPolicy { max_attempts: 3, backoff_ms: 1_000, idempotent: false };
     let job = start_job(&mut engine, &d, &p, retry);
-    engine.sim_mut().pause_canister(d.caller, 10);
+    engine.engine.pause_canister(d.caller, 10);
     let report = finish(&mut engine, &d, job);
     assert_eq!((report.succeeded, report.retries, report.failed(FailureKind::SysUnknown)), (0, 0, 5));
     assert_eq!(pings_received(&mut engine, d.callee()), 5, "they did run: that is why they are not retried");
@@ -117,7 +118,7 @@ fn a_job_survives_an_upgrade_of_the_caller() {
     let before = status(&mut engine, &d, job);
     assert_eq!((before.succeeded, before.finished), (500, false), "the rest waits for its retry");
     let wasm = canister_wasm::caller_and_callee().unwrap().caller;
-    let sim = engine.sim_mut();
+    let sim = &mut engine.engine;
     sim.stop_canister(d.caller).unwrap();
     sim.upgrade_canister(d.caller, &wasm, encode_one(()).unwrap(), controller()).unwrap();
     sim.start_canister(d.caller).unwrap();
@@ -170,7 +171,7 @@ fn after_a_reinstall_of_the_caller_idempotent_jobs_execute_their_pings_again() {
         let before = pings_received(&mut engine, d.callee());
         // A reinstall wipes the caller: job ids start at 1 again.
         let wasm = canister_wasm::caller_and_callee().unwrap().caller;
-        let sim = engine.sim_mut();
+        let sim = &mut engine.engine;
         sim.stop_canister(d.caller).unwrap();
         sim.install_canister(d.caller, &wasm, encode_one(()).unwrap(), controller()).unwrap();
         sim.start_canister(d.caller).unwrap();
@@ -191,13 +192,13 @@ fn after_a_reinstall_of_the_caller_idempotent_jobs_execute_their_pings_again() {
 fn a_job_waits_for_a_callee_that_is_only_stopped() {
     for idempotent in [false, true] {
         let (mut engine, d) = deployed();
-        engine.sim_mut().stop_canister(d.callee()).unwrap();
+        engine.engine.stop_canister(d.callee()).unwrap();
         let policy = RetryPolicy { max_attempts: 10, backoff_ms: 1_000, idempotent };
         let job = start_job(&mut engine, &d, &Plan::new(Strategy::Parallel, 2000), policy);
         for _ in 0..3 {
             engine.tick();
         }
-        engine.sim_mut().start_canister(d.callee()).unwrap();
+        engine.engine.start_canister(d.callee()).unwrap();
         let report = finish(&mut engine, &d, job);
         assert_eq!(report.succeeded, 2000, "idempotent {idempotent}: {report:?}");
         assert!(report.failed(FailureKind::CalleeStopped) >= 500, "{report:?}");
@@ -213,7 +214,9 @@ fn nonce_state(engine: &mut SimEngine, callee: Principal, caller: Principal) -> 
         floor: u64,
         held: u64,
     }
-    let reply = engine.query(callee, controller(), "nonce_state", encode_one(caller).unwrap()).unwrap();
+    let reply = engine
+        .query(CanisterCall::new(callee, controller(), "nonce_state", encode_one(caller).unwrap()))
+        .unwrap();
     let state: Option<NonceState> = candid::decode_one(&reply).unwrap();
     state.map(|s| (s.floor, s.held)).expect("the caller is admitted")
 }
@@ -239,8 +242,9 @@ fn the_callee_forgets_the_nonces_of_finished_jobs() {
 #[test]
 fn a_caller_admitted_while_its_job_waits_has_its_pings_executed_on_retry() {
     let (mut engine, d) = deployed();
-    let revoke =
-        engine.submit(d.callee(), controller(), "revoke_caller", encode_one(d.caller).unwrap()).unwrap();
+    let revoke = engine
+        .submit_update(d.callee(), controller(), "revoke_caller", encode_one(d.caller).unwrap())
+        .unwrap();
     multi_subnet::rounds::await_outcome(&mut engine, revoke, multi_subnet::rounds::RoundLimit(10)).unwrap();
 
     let plain = d.client().run_plan(&mut engine, &Plan::new(Strategy::Parallel, 10)).unwrap().reply;
@@ -265,7 +269,7 @@ fn a_caller_admitted_while_its_job_waits_has_its_pings_executed_on_retry() {
 fn a_job_waiting_for_one_callee_does_not_hold_down_another_callee_s_floor() {
     let wasms = canister_wasm::caller_and_callee().unwrap();
     let mut engine =
-        SimEngine::new(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
+        sim_engine(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
     let placement = scenario::Placement { callees: 2, ..Default::default() };
     let d = scenario::deploy_placed(&mut engine, Topology::CrossSubnet, placement, &wasms).unwrap();
     let (stopped, busy) = (d.callees[0], d.callees[1]);
@@ -274,7 +278,7 @@ fn a_job_waiting_for_one_callee_does_not_hold_down_another_callee_s_floor() {
         ..Plan::new(Strategy::Batched, n).with_k(1_000)
     };
 
-    engine.sim_mut().stop_canister(stopped).unwrap();
+    engine.engine.stop_canister(stopped).unwrap();
     let retry = RetryPolicy { max_attempts: 10, backoff_ms: 60_000, idempotent: true };
     let waiting = start_job(&mut engine, &d, &to(stopped, 10), retry);
     assert!(!status(&mut engine, &d, waiting).finished);
@@ -290,7 +294,7 @@ fn a_job_waiting_for_one_callee_does_not_hold_down_another_callee_s_floor() {
     }
     assert!(!status(&mut engine, &d, waiting).finished, "still waiting for its callee");
 
-    engine.sim_mut().start_canister(stopped).unwrap();
+    engine.engine.start_canister(stopped).unwrap();
     assert_eq!(finish(&mut engine, &d, waiting).succeeded, 10);
     assert_eq!(pings_received(&mut engine, stopped), 10);
     assert_eq!(pings_received(&mut engine, busy), 12_000);

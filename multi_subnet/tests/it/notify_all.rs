@@ -5,7 +5,8 @@
 //! mid-job); every receiver must act on every notification exactly once.
 
 use candid::{CandidType, Deserialize, Principal, decode_one, encode_args, encode_one};
-use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::sim::{SimEngine, sim_engine};
+use multi_subnet::engines::{CanisterCall, Interface};
 use multi_subnet::engines::{Engine, TimeStep};
 use multi_subnet::rounds::{self, RoundLimit};
 use multi_subnet::scenario::controller;
@@ -55,13 +56,13 @@ fn network() -> Network {
     for _ in 0..=RECEIVER_SUBNETS {
         sim = sim.with_subnet();
     }
-    let mut engine = SimEngine::new(sim.build());
+    let mut engine = sim_engine(sim.build());
     let notifier = engine.create_canister(0, controller()).unwrap();
     engine.install(notifier, &notifier_wasm, controller()).unwrap();
     let mut receivers = vec![];
     for subnet in 1..=RECEIVER_SUBNETS {
         for _ in 0..RECEIVERS_PER_SUBNET {
-            let sim = engine.sim_mut();
+            let sim = &mut engine.engine;
             let receiver = sim.create_canister(subnet, vec![controller(), notifier]).unwrap();
             sim.install_canister(receiver, &receiver_wasm, encode_args(()).unwrap(), controller()).unwrap();
             receivers.push(receiver);
@@ -89,8 +90,10 @@ impl Network {
     /// The job's progress; `None` while the notifier answers no query
     /// (stopped for its upgrade, as on the IC).
     fn status(&mut self, job: u64) -> Option<Progress> {
-        let reply =
-            self.engine.query(self.notifier, controller(), "job_status", encode_one(job).unwrap()).ok()?;
+        let reply = self
+            .engine
+            .query(CanisterCall::new(self.notifier, controller(), "job_status", encode_one(job).unwrap()))
+            .ok()?;
         decode_one::<Option<Progress>>(&reply).unwrap()
     }
 
@@ -110,7 +113,10 @@ impl Network {
         receivers
             .into_iter()
             .map(|r| {
-                let reply = self.engine.query(r, controller(), "received", encode_args(()).unwrap()).unwrap();
+                let reply = self
+                    .engine
+                    .query(CanisterCall::new(r, controller(), "received", encode_args(()).unwrap()))
+                    .unwrap();
                 candid::decode_args::<(u64, String)>(&reply).unwrap().0
             })
             .collect()
@@ -122,7 +128,10 @@ impl Network {
         receivers
             .into_iter()
             .map(|r| {
-                let reply = self.engine.query(r, controller(), "senders", encode_args(()).unwrap()).unwrap();
+                let reply = self
+                    .engine
+                    .query(CanisterCall::new(r, controller(), "senders", encode_args(()).unwrap()))
+                    .unwrap();
                 let senders: Vec<(Principal, u64)> = decode_one(&reply).unwrap();
                 senders.into_iter().find(|&(p, _)| p == notifier).expect("the notifier is admitted").1
             })
@@ -133,7 +142,7 @@ impl Network {
 #[test]
 fn every_one_of_2000_receivers_on_4_subnets_acts_on_each_notification_once_under_faults() {
     let mut net = network();
-    let start = net.engine.sim().ticks();
+    let start = net.engine.engine.ticks();
     let at =
         |round: u64, canister: Principal, action: Action| Event { round: start + round, canister, action };
     let mut faults = Faults { seed: 7, drop_best_effort_responses: 0.05, ..Faults::default() };
@@ -153,7 +162,7 @@ fn every_one_of_2000_receivers_on_4_subnets_acts_on_each_notification_once_under
         at(3, net.notifier, upgrade),
         at(3, net.notifier, Action::Start),
     ]);
-    net.engine.sim_mut().inject_faults(faults).unwrap();
+    net.engine.engine.inject_faults(faults).unwrap();
 
     let first = net.notify_all("maintenance at noon");
     let progress = net.finish(first);
@@ -167,12 +176,12 @@ fn every_one_of_2000_receivers_on_4_subnets_acts_on_each_notification_once_under
     // The faults bit: notices trapped, were refused by stopped receivers,
     // lost their answers (and were acted on earlier when sent again), and
     // the notifier was upgraded mid-job.
-    let traps: u64 = net.receivers.iter().map(|&r| net.engine.sim().stats(r).unwrap().traps).sum();
+    let traps: u64 = net.receivers.iter().map(|&r| net.engine.engine.stats(r).unwrap().traps).sum();
     assert!(traps >= 100, "{traps} traps");
     assert!(progress.retries >= 200 + traps, "{progress:?}");
     assert!(progress.delivered_earlier >= 10, "answers were lost and the notices sent again: {progress:?}");
     eprintln!("first notification, under faults: {progress:?}; {traps} traps");
-    let log = net.engine.sim().fault_log().join("\n");
+    let log = net.engine.engine.fault_log().join("\n");
     assert!(log.contains(&format!("upgraded {}", net.notifier)), "{log}");
     let stopped = net.receivers.iter().step_by(10).filter(|r| log.contains(&format!("stopped {r}"))).count();
     assert_eq!(stopped, 200, "{log}");
@@ -195,7 +204,7 @@ fn every_one_of_2000_receivers_on_4_subnets_acts_on_each_notification_once_under
 fn only_a_controller_may_notify_and_a_list_too_long_is_refused_with_what_to_do() {
     let notifier_wasm = canister_wasm::fanout_example("notify_all").unwrap();
     let mut engine =
-        SimEngine::new(Sim::builder().with_subnets(1).with_time_step(TimeStep::ONE_SECOND.0).build());
+        sim_engine(Sim::builder().with_subnets(1).with_time_step(TimeStep::ONE_SECOND.0).build());
     let notifier = engine.create_canister(0, controller()).unwrap();
     engine.install(notifier, &notifier_wasm, controller()).unwrap();
     let mut call = |sender, receivers: usize| {

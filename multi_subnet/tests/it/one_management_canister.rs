@@ -8,8 +8,8 @@ use candid::{Encode, Principal};
 use ic_management_canister_types::{CanisterIdRecord, CanisterStatusResult, CanisterStatusType};
 use ic_reject::ErrorCode;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
-use multi_subnet::engines::sim::SimEngine;
-use multi_subnet::engines::{Engine, TimeStep};
+use multi_subnet::engines::sim::sim_engine;
+use multi_subnet::engines::{Effective, Engine, TimeStep};
 
 fn controller() -> Principal {
     Principal::from_slice(&[0xc0; 29])
@@ -54,7 +54,10 @@ fn answers(engine: &mut dyn Engine) -> Vec<Answer> {
     TABLE
         .iter()
         .map(|(method, sender, _)| {
-            match engine.call_management(canister, sender(), method, arg.clone()).unwrap() {
+            match engine
+                .call_management(Effective::Canister(canister), sender(), method, arg.clone())
+                .unwrap()
+            {
                 Ok(reply) if *method == "canister_status" => {
                     Answer::Status(candid::decode_one::<CanisterStatusResult>(&reply).unwrap().status)
                 }
@@ -67,7 +70,7 @@ fn answers(engine: &mut dyn Engine) -> Vec<Answer> {
 
 #[test]
 fn the_harness_and_serve_meet_the_same_management_canister() {
-    let mut in_process = SimEngine::new(sim::Sim::builder().with_subnets(1).build());
+    let mut in_process = sim_engine(sim::Sim::builder().with_subnets(1).build());
     let server = sim_server::Running::start().expect("the server starts");
     let url = url::Url::parse(&server.url).unwrap();
     let mut served = PocketIcEngine::start_with_time_step(Server::Url(url), 1, TimeStep::POCKET_IC).unwrap();

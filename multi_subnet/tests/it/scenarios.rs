@@ -7,7 +7,7 @@ use interface::Strategy;
 use multi_subnet::engines::TimeStep;
 use multi_subnet::engines::pocket_ic::{PocketIcEngine, Server};
 use multi_subnet::engines::pocket_ic_server;
-use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::sim::{SimEngine, sim_engine};
 use multi_subnet::scenario::{CallerSubnet, Deployment, Run, Topology};
 
 /// The simulator's own counts agree with what the caller replied: the
@@ -17,8 +17,8 @@ fn agrees_with_the_engine() -> impl FnMut(&SimEngine, &Deployment, &Run) {
     move |engine, deployment, run| {
         pings += run.succeeded;
         refused += run.calls - run.succeeded;
-        let callee = engine.sim().stats(deployment.callee()).unwrap();
-        let caller = engine.sim().stats(deployment.caller).unwrap();
+        let callee = engine.engine.stats(deployment.callee()).unwrap();
+        let caller = engine.engine.stats(deployment.caller).unwrap();
         assert_eq!(callee.executions_of("ping"), pings, "pings executed == succeeded");
         assert_eq!(caller.calls_refused, refused, "refused call_performs == calls - succeeded");
     }
@@ -27,7 +27,7 @@ fn agrees_with_the_engine() -> impl FnMut(&SimEngine, &Deployment, &Run) {
 #[test]
 fn sim_one_subnet() {
     let runs = suite(
-        &mut SimEngine::new(sim::Sim::builder().with_subnets(1).build()),
+        &mut sim_engine(sim::Sim::builder().with_subnets(1).build()),
         Topology::SameSubnet,
         &ONE_SUBNET,
         agrees_with_the_engine(),
@@ -42,7 +42,7 @@ fn sim_one_subnet() {
 fn sim_one_subnet_one_call_takes_one_round() {
     let cases = [(Strategy::Sequential, 1, 1), (Strategy::Parallel, 1, 1)];
     let runs = suite(
-        &mut SimEngine::new(sim::Sim::builder().with_subnets(1).build()),
+        &mut sim_engine(sim::Sim::builder().with_subnets(1).build()),
         Topology::SameSubnet,
         &cases,
         agrees_with_the_engine(),
@@ -53,7 +53,7 @@ fn sim_one_subnet_one_call_takes_one_round() {
 #[test]
 fn sim_two_subnets() {
     for caller_subnet in [CallerSubnet::Lower, CallerSubnet::Higher] {
-        let mut engine = SimEngine::new(sim::Sim::builder().with_subnets(2).build());
+        let mut engine = sim_engine(sim::Sim::builder().with_subnets(2).build());
         let runs = suite_placed(
             &mut engine,
             Topology::CrossSubnet,
@@ -71,7 +71,7 @@ fn sim_two_subnets_under_the_mainnet_profile() {
     // Two rounds a hop: ingress in round 1, then each call's request and
     // response take 2 + 2 rounds, one call after another or all at once.
     for latency in [1, 2, 3] {
-        let mut engine = SimEngine::new(
+        let mut engine = sim_engine(
             sim::Sim::builder()
                 .with_subnets(2)
                 .with_time_step(TimeStep::ONE_SECOND.0)

@@ -3,14 +3,15 @@
 
 use candid::{decode_one, encode_one};
 use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy, Wait};
-use multi_subnet::engines::sim::SimEngine;
+use multi_subnet::engines::Interface;
+use multi_subnet::engines::sim::{SimEngine, sim_engine};
 use multi_subnet::engines::{Engine, IngressId, TimeStep};
 use multi_subnet::scenario::{self, Deployment, Placement, Topology, controller};
 use sim::Sim;
 
 fn deployed(topology: Topology, callees: usize) -> (SimEngine, Deployment) {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
-    let mut engine = SimEngine::new(Sim::builder().with_subnets(topology.subnets()).build());
+    let mut engine = sim_engine(Sim::builder().with_subnets(topology.subnets()).build());
     let placement = Placement { callees, ..Placement::default() };
     let deployment = scenario::deploy_placed(&mut engine, topology, placement, &wasms).expect("deploys");
     (engine, deployment)
@@ -24,7 +25,7 @@ fn spreading_over_four_callees_fills_each_queue_to_500() {
     let report = scenario::run_plan(&mut engine, &d, &p).unwrap().report;
     assert_eq!(report.succeeded, 2000, "{report:?}");
     for &callee in &d.callees {
-        assert_eq!(engine.sim().stats(callee).unwrap().executions_of("ping"), 500);
+        assert_eq!(engine.engine.stats(callee).unwrap().executions_of("ping"), 500);
     }
 }
 
@@ -49,7 +50,7 @@ fn bad_plans_are_rejected_before_any_call() {
         let err = scenario::run_plan(&mut engine, &d, &bad).unwrap_err();
         assert!(format!("{err:#}").contains(says), "{err:#}");
     }
-    assert_eq!(engine.sim().stats(d.caller).unwrap().calls_performed, 0);
+    assert_eq!(engine.engine.stats(d.caller).unwrap().calls_performed, 0);
 }
 
 /// A callee that forwards every tenth ping to a canister on a third subnet,
@@ -59,7 +60,7 @@ const UNEVEN_CALLEE: &str = include_str!("../fixtures/uneven_callee.wat");
 #[test]
 fn bounded_refills_its_window_as_soon_as_any_call_answers() {
     let wasms = canister_wasm::caller_and_callee().unwrap();
-    let mut engine = SimEngine::new(Sim::builder().with_subnets(3).build());
+    let mut engine = sim_engine(Sim::builder().with_subnets(3).build());
     let controller = controller();
     let caller = engine.create_canister(0, controller).unwrap();
     let uneven = engine.create_canister(1, controller).unwrap();
@@ -67,7 +68,7 @@ fn bounded_refills_its_window_as_soon_as_any_call_answers() {
     engine.install(caller, &wasms.caller, controller).unwrap();
     engine.install(uneven, &wat::parse_str(UNEVEN_CALLEE).unwrap(), controller).unwrap();
     engine.install(far, &wasms.callee, controller).unwrap();
-    engine.sim_mut().update_call(uneven, controller, "set_forward", far.as_slice().to_vec()).unwrap();
+    engine.engine.update_call(uneven, controller, "set_forward", far.as_slice().to_vec()).unwrap();
     let d = Deployment { topology: Topology::CrossSubnet, caller, callees: vec![uneven] };
     d.client().setup_callee(&mut engine, uneven).unwrap();
 
@@ -77,7 +78,7 @@ fn bounded_refills_its_window_as_soon_as_any_call_answers() {
     let mut in_flight_per_tick = vec![];
     while engine.ingress_status(message).is_none() {
         engine.tick();
-        in_flight_per_tick.push(engine.sim().calls_in_flight(caller, uneven));
+        in_flight_per_tick.push(engine.engine.calls_in_flight(caller, uneven));
     }
     let report: Report = candid::decode_one(&engine.ingress_status(message).unwrap().unwrap()).unwrap();
     assert_eq!((report.succeeded, report.peak_in_flight), (n, k));
@@ -119,7 +120,7 @@ fn a_window_above_the_queue_capacity_delivers_everything() {
     assert_eq!((report.succeeded, report.peak_in_flight), (2000, 500), "{report:?}");
     assert_eq!(report.failures, vec![]);
     assert_eq!(
-        engine.sim().stats(d.caller).unwrap().calls_refused,
+        engine.engine.stats(d.caller).unwrap().calls_refused,
         1,
         "the window learned the capacity once"
     );
@@ -137,7 +138,7 @@ fn two_windows_in_one_round_share_the_queue_and_both_deliver_everything() {
         let report: Report = decode_one(&reply).unwrap();
         assert_eq!(report.succeeded, 2000, "{report:?}");
     }
-    assert_eq!(engine.sim().stats(d.callee()).unwrap().executions_of("ping"), 4000);
+    assert_eq!(engine.engine.stats(d.callee()).unwrap().executions_of("ping"), 4000);
 }
 
 #[test]
@@ -153,21 +154,21 @@ fn a_window_with_no_free_slot_and_nothing_in_flight_stops_and_says_what_it_did_n
     assert_eq!(report.succeeded, 0);
     assert_eq!(report.failed(FailureKind::CallPerformFailed), 1);
     assert_eq!(report.failed(FailureKind::NotAttempted), 9_999);
-    assert_eq!(engine.sim().stats(d.caller).unwrap().calls_refused, 1, "no burning through the rest");
+    assert_eq!(engine.engine.stats(d.caller).unwrap().calls_refused, 1, "no burning through the rest");
 }
 
 #[test]
 fn a_job_retries_what_a_window_did_not_start_and_delivers_everything() {
     let wasms = canister_wasm::caller_and_callee().unwrap();
     let mut engine =
-        SimEngine::new(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
+        sim_engine(Sim::builder().with_subnets(2).with_time_step(TimeStep::ONE_SECOND.0).build());
     let d = scenario::deploy(&mut engine, Topology::CrossSubnet, &wasms).unwrap();
     d.client().submit_example(&mut engine, Strategy::Parallel, 500).unwrap();
     let retry = RetryPolicy { max_attempts: 10, backoff_ms: 1_000, idempotent: false };
     let report =
         scenario::run_job(&mut engine, &d, &Plan::new(Strategy::Bounded, 10_000).with_k(500), retry).unwrap();
     assert_eq!(report.report.succeeded, 10_000, "{:?}", report.report);
-    assert_eq!(engine.sim().stats(d.callee()).unwrap().executions_of("ping"), 10_500);
+    assert_eq!(engine.engine.stats(d.callee()).unwrap().executions_of("ping"), 10_500);
 }
 
 /// A callee that answers `ping_batch` with the bytes it is given.
@@ -181,7 +182,7 @@ fn a_batch_answered_with_the_wrong_number_of_results_fails_whole() {
     let d = Deployment { callees: vec![liar], ..d };
     let mut batch_of = |answer: Vec<u8>, n: u64| {
         let answer = encode_one(serde_bytes::ByteBuf::from(answer)).unwrap();
-        engine.sim_mut().update_call(liar, controller(), "set_answer", answer).unwrap();
+        engine.engine.update_call(liar, controller(), "set_answer", answer).unwrap();
         let p = Plan { callees: Some(vec![liar]), ..Plan::new(Strategy::Batched, n).with_k(n) };
         scenario::run_plan(&mut engine, &d, &p).unwrap().report
     };
