@@ -28,4 +28,4 @@ pub use backend::{Backend, SavedState};
 pub use ic_model::Reject;
 pub use network::{Network, Options, Persistence, SaveReport};
 pub use routes::{MAX_REQUEST_BYTES, router, router_beside};
-pub use serving::{RequestLimits, serve, serve_forever, serve_locally};
+pub use serving::{Listen, RequestLimits, serve, serve_forever, serve_locally};

@@ -335,30 +335,52 @@ pub async fn serve_locally(network: Network) -> std::io::Result<String> {
     Ok(url)
 }
 
-/// Serves `router` within `limits` on 127.0.0.1:`port` (0: any free port)
-/// until SIGINT or SIGTERM; then lets the requests in flight finish (5 s
-/// at most), runs `stopped` (a network saves its state there), removes the
-/// port file and returns `Ok(true)`. Once
-/// connections are accepted, `announce` is told the address (an error from
-/// it stops the server before it serves) and the port is written to `port_file`, which is created exclusively: `Ok(false)` at
-/// once if it exists (another server owns it).
+/// Where a server listens and says it does.
+#[derive(Clone, Copy, Debug)]
+pub struct Listen<'a> {
+    /// The address to bind: 127.0.0.1 keeps the server to this machine.
+    pub ip: std::net::IpAddr,
+    /// The port (0: any free port).
+    pub port: u16,
+    /// Where to write the port once connections are accepted. It is created
+    /// exclusively: if it exists, another server owns it.
+    pub port_file: Option<&'a std::path::Path>,
+}
+
+impl Listen<'_> {
+    /// 127.0.0.1:`port`, with no port file.
+    pub fn local(port: u16) -> Self {
+        Self { ip: std::net::Ipv4Addr::LOCALHOST.into(), port, port_file: None }
+    }
+}
+
+/// Serves `router` within `limits` where `listen` says until SIGINT or
+/// SIGTERM, or until `until` completes (an idle timeout); then lets the
+/// requests in flight finish (5 s at most), runs `stopped` (a network
+/// saves its state there), removes the port file and returns `Ok(true)`.
+/// Once connections are accepted, `announce` is told the address (an error
+/// from it stops the server before it serves) and the port is written to
+/// the port file: `Ok(false)` at once if that exists (another server owns
+/// it).
 ///
 /// ```no_run
 /// # fn serve(network: ic_http::Network) -> std::io::Result<bool> {
 /// let limits = ic_http::RequestLimits::new(5 << 20);
 /// let announce = |address| Ok(println!("listening on {address}"));
-/// ic_http::serve_forever(ic_http::router(network), limits, 4943, None, announce, || {})
+/// let listen = ic_http::Listen::local(4943);
+/// ic_http::serve_forever(ic_http::router(network), limits, listen, std::future::pending(), announce, || {})
 /// # }
 /// ```
 pub fn serve_forever(
     router: Router,
     limits: RequestLimits,
-    port: u16,
-    port_file: Option<&std::path::Path>,
+    listen: Listen,
+    until: impl Future<Output = ()> + Send + 'static,
     announce: impl FnOnce(std::net::SocketAddr) -> std::io::Result<()>,
     stopped: impl FnOnce(),
 ) -> std::io::Result<bool> {
     use std::io::Write;
+    let Listen { ip, port, port_file } = listen;
     let port_file_path = port_file;
     let port_file = match port_file {
         Some(path) => match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
@@ -374,9 +396,9 @@ pub fn serve_forever(
         // it appears (icp-cli stops its launcher so) stops the server
         // cleanly instead of killing it with its files left behind.
         let interrupted = catch_interrupts()?;
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        let listener = tokio::net::TcpListener::bind((ip, port))
             .await
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {ip}:{port}: {e}")))?;
         let address = listener.local_addr()?;
         announce(address)?;
         if let Some(mut file) = port_file {
@@ -395,7 +417,13 @@ pub fn serve_forever(
             return Err(e);
         }
     };
-    let served = runtime.block_on(serve(listener, router, limits, interrupted));
+    let stop = async move {
+        tokio::select! {
+            () = interrupted => {}
+            () = until => {}
+        }
+    };
+    let served = runtime.block_on(serve(listener, router, limits, stop));
     // Blocking work still running (a canister's long execution) does not
     // hold the process past the grace.
     runtime.shutdown_timeout(GRACE);

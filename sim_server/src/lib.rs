@@ -7,11 +7,13 @@ mod blobstore;
 mod errors;
 mod instance;
 mod instances;
+mod lifetime;
 mod live;
 mod server;
 mod topology;
 
 pub use instances::Limits;
+pub use lifetime::Lifetime;
 pub use server::{MAX_BODY_BYTES, Options, Running, serve, serve_forever};
 
 /// What the server is, in one line: it says so when it starts and in every

@@ -16,7 +16,7 @@ use pocket_ic::common::rest::{
     RawCanisterResult, RawCycles, RawIngressStatusArgs, RawMessageId, RawPrincipalId, RawSubnetId,
     RawTickConfigs, RawTime, Topology,
 };
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -26,6 +26,7 @@ use crate::blobstore::BlobStore;
 use crate::errors::{self, ApiError, Body};
 use crate::instance;
 use crate::instances::{Limits, Store};
+use crate::lifetime::{Activity, Lifetime};
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
 /// (above 2 MB the client uploads chunks through the management canister).
@@ -398,30 +399,32 @@ pub async fn serve(
     ic_http::serve(listener, router(limits), ic_http::RequestLimits::new(MAX_BODY_BYTES), shutdown).await
 }
 
-/// What `multi_subnet serve` was asked for.
+/// What a server was asked for (`multi_subnet serve`, `pocket-ic-sim`).
 pub struct Options {
+    /// The address to bind.
+    pub ip: IpAddr,
     pub port: u16,
     pub port_file: Option<PathBuf>,
     pub limits: Limits,
     /// What clients may hold of the server.
     pub requests: ic_http::RequestLimits,
+    /// When it ends by itself.
+    pub lifetime: Lifetime,
 }
 
-/// Serves on 127.0.0.1 until SIGINT or SIGTERM. `Ok(false)` when the port
-/// file exists: another server owns it, as with PocketIC.
+/// Serves until SIGINT or SIGTERM, or until its [`Lifetime`] is over.
+/// `Ok(false)` when the port file exists: another server owns it, as with
+/// PocketIC.
 pub fn serve_forever(
     options: Options,
     announce: impl FnOnce(SocketAddr) -> std::io::Result<()>,
 ) -> std::io::Result<bool> {
-    let router = router(options.limits);
-    ic_http::serve_forever(
-        router,
-        options.requests,
-        options.port,
-        options.port_file.as_deref(),
-        announce,
-        || {},
-    )
+    let activity = Activity::new();
+    let router = activity.track(router(options.limits));
+    let listen =
+        ic_http::Listen { ip: options.ip, port: options.port, port_file: options.port_file.as_deref() };
+    let over = options.lifetime.over(activity);
+    ic_http::serve_forever(router, options.requests, listen, over, announce, || {})
 }
 
 /// A server on a thread of its own, with its own runtime (the pocket-ic

@@ -179,8 +179,8 @@ impl NetworkArgs {
         let served = ic_http::serve_forever(
             ic_http::router_beside(network, gateway.router()),
             self.requests.limits(ic_http::MAX_REQUEST_BYTES),
-            self.port,
-            self.port_file.as_deref(),
+            ic_http::Listen { port_file: self.port_file.as_deref(), ..ic_http::Listen::local(self.port) },
+            std::future::pending(),
             |address| {
                 gateway.connect(&format!("http://{address}")).map_err(std::io::Error::other)?;
                 announced = announce(&Serving { address, root_key, subnets });

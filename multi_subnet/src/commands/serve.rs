@@ -43,10 +43,12 @@ impl ServeArgs {
             max_instructions_per_message: self.max_instructions_per_message,
         };
         let options = sim_server::Options {
+            ip: std::net::Ipv4Addr::LOCALHOST.into(),
             port: self.port,
             port_file: self.port_file.clone(),
             limits,
             requests: self.requests.limits(sim_server::MAX_BODY_BYTES),
+            lifetime: sim_server::Lifetime::default(),
         };
         let served = sim_server::serve_forever(options, |address| {
             use std::io::Write;

@@ -31,7 +31,7 @@ pub enum Server {
 /// How reports name this engine.
 pub fn describe(server: &Server) -> String {
     match server {
-        Server::Binary(binary) => format!("PocketIC server {} ({})", binary.version, binary.path.display()),
+        Server::Binary(binary) => binary.to_string(),
         Server::Url(url) => format!("the pocket-ic client against the PocketIC REST API at {url}"),
     }
 }

@@ -20,6 +20,22 @@ const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct PocketIcServer {
     pub path: PathBuf,
     pub version: Version,
+    /// Whether it is this project's simulator behind PocketIC's REST API
+    /// (`pocket-ic-sim`, which says so on stderr of `--version`), not
+    /// PocketIC.
+    pub simulator: bool,
+}
+
+impl std::fmt::Display for PocketIcServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (version, path) = (&self.version, self.path.display());
+        match self.simulator {
+            true => {
+                write!(f, "{} (serving PocketIC server {version}'s API; {path})", sim_server::DESCRIPTION)
+            }
+            false => write!(f, "PocketIC server {version} ({path})"),
+        }
+    }
 }
 
 /// Where the pocket-ic crate caches the server it downloads.
@@ -62,7 +78,7 @@ fn check(path: &Path) -> Result<PocketIcServer, String> {
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run it ({e})"))?;
     let status = match child.wait_timeout(VERSION_TIMEOUT) {
@@ -73,15 +89,19 @@ fn check(path: &Path) -> Result<PocketIcServer, String> {
             return Err(format!("it did not answer --version within {} s", VERSION_TIMEOUT.as_secs()));
         }
     };
-    let mut stdout = String::new();
+    let (mut stdout, mut stderr) = (String::new(), String::new());
     if let Some(mut out) = child.stdout.take() {
         let _ = out.read_to_string(&mut stdout);
+    }
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut stderr);
     }
     if !status.success() {
         return Err(format!("`--version` failed ({status})"));
     }
     let version = parse_version_line(stdout.trim())?;
-    Ok(PocketIcServer { path: path.to_path_buf(), version })
+    let simulator = stderr.trim() == sim_server::DESCRIPTION;
+    Ok(PocketIcServer { path: path.to_path_buf(), version, simulator })
 }
 
 /// Accepts `pocket-ic-server <version>` with a version in [`ACCEPTED_VERSIONS`].
@@ -112,5 +132,15 @@ mod tests {
         assert!(parse_version_line("pocket-ic-server 17.0.0").unwrap_err().contains("17.0.0"));
         assert!(parse_version_line("hello").unwrap_err().contains("not a PocketIC server"));
         assert!(parse_version_line("").unwrap_err().contains("not a PocketIC server"));
+    }
+
+    #[test]
+    fn the_simulator_behind_the_api_is_named_as_such_in_reports() {
+        let server =
+            |simulator| PocketIcServer { path: "/bin/x".into(), version: Version::new(16, 1, 0), simulator };
+        assert_eq!(server(false).to_string(), "PocketIC server 16.1.0 (/bin/x)");
+        let simulator = server(true).to_string();
+        assert!(simulator.starts_with(sim_server::DESCRIPTION), "{simulator}");
+        assert!(simulator.contains("PocketIC server 16.1.0's API"), "{simulator}");
     }
 }

@@ -2,3 +2,4 @@
 //! binary.
 
 mod pocket_ic_live_on_sim_server;
+mod pocket_ic_sim_command_line;

@@ -1,0 +1,88 @@
+//! PocketIC tests as their users write them (`PocketIc::new()`,
+//! `PocketIcBuilder`, no URL anywhere), run with `POCKET_IC_BIN` naming
+//! `pocket-ic-sim`, as `POCKET_IC_BIN=$(scripts/pocket-ic-path.sh) cargo
+//! test` runs a user's suite: the pocket-ic client checks its version,
+//! starts it with a port file shared by the test process, and drives it.
+//!
+//! The variable must be set before any thread reads the environment, so
+//! this file has its own `main` (`harness = false`), which sets it first
+//! and then runs the tests in order, as libtest would report them.
+
+use candid::{Decode, Encode, Principal};
+use pocket_ic::{PocketIc, PocketIcBuilder};
+use std::process::ExitCode;
+
+const TESTS: &[(&str, fn())] = &[
+    ("a_new_instance_runs_the_example", a_new_instance_runs_the_example),
+    ("instances_of_one_test_process_share_one_server", instances_of_one_test_process_share_one_server),
+    ("what_it_does_not_support_says_what_it_is", what_it_does_not_support_says_what_it_is),
+];
+
+fn main() -> ExitCode {
+    // SAFETY: no other thread has started yet.
+    unsafe { std::env::set_var("POCKET_IC_BIN", env!("CARGO_BIN_EXE_pocket-ic-sim")) };
+    // libtest's arguments: a name filter, and flags this runner need not follow.
+    let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    let chosen: Vec<_> =
+        TESTS.iter().filter(|(name, _)| filter.as_ref().is_none_or(|f| name.contains(f.as_str()))).collect();
+    println!("\nrunning {} tests", chosen.len());
+    let mut failed = vec![];
+    for (name, test) in &chosen {
+        let passed = std::panic::catch_unwind(test).is_ok();
+        println!("test {name} ... {}", if passed { "ok" } else { "FAILED" });
+        if !passed {
+            failed.push(*name);
+        }
+    }
+    let result = if failed.is_empty() { "ok" } else { "FAILED" };
+    println!(
+        "\ntest result: {result}. {} passed; {} failed; 0 ignored; 0 measured; {} filtered out\n",
+        chosen.len() - failed.len(),
+        failed.len(),
+        TESTS.len() - chosen.len()
+    );
+    if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+fn user() -> Principal {
+    Principal::from_slice(&[7; 29])
+}
+
+/// The caller and the callee on a fresh instance, and the example's
+/// sequential calls.
+fn a_new_instance_runs_the_example() {
+    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
+    let pic = PocketIc::new();
+    let caller = pic.create_canister_with_settings(Some(user()), None);
+    let callee = pic.create_canister_with_settings(Some(user()), None);
+    pic.add_cycles(caller, 2_000_000_000_000);
+    pic.add_cycles(callee, 2_000_000_000_000);
+    pic.install_canister(callee, wasms.callee, Encode!().unwrap(), Some(user()));
+    pic.install_canister(caller, wasms.caller, Encode!().unwrap(), Some(user()));
+    pic.update_call(caller, user(), "setup_callee", Encode!(&callee).unwrap()).expect("setup_callee");
+    let reply =
+        pic.update_call(caller, user(), "sequential_calls", Encode!(&10u64).unwrap()).expect("replied");
+    assert_eq!(Decode!(&reply, u64).unwrap(), 10, "every call succeeded");
+    let reply = pic.query_call(callee, user(), "pings_received", Encode!().unwrap()).expect("a query");
+    assert_eq!(Decode!(&reply, u64).unwrap(), 10);
+}
+
+/// The client starts a server per test, all with the test process's port
+/// file: the first owns it, the others end at once, and every instance is
+/// on the first one's server.
+fn instances_of_one_test_process_share_one_server() {
+    let (a, b) = (PocketIcBuilder::new().with_application_subnet().build(), PocketIc::new());
+    assert_eq!(a.get_server_url(), b.get_server_url());
+    let canister = a.create_canister();
+    assert_eq!(a.get_controllers(canister), [Principal::anonymous()]);
+    assert!(b.get_subnet(canister).is_none(), "instances share nothing: {canister} is a's alone");
+}
+
+/// An endpoint the simulator does not serve is answered with what it is.
+fn what_it_does_not_support_says_what_it_is() {
+    let pic = PocketIc::new();
+    let url =
+        pic.get_server_url().join(&format!("instances/{}/read/not_an_endpoint", pic.instance_id())).unwrap();
+    let body = reqwest::blocking::get(url).expect("an answer").text().expect("a body");
+    assert!(body.contains(sim_server::DESCRIPTION), "{body}");
+}
