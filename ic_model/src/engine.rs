@@ -111,13 +111,15 @@ pub trait Engine {
     fn time(&self) -> u64;
     /// A new empty canister on `subnet`, controlled by `controllers`,
     /// holding `cycles` (`None`: what the engine gives a new canister), with
-    /// what of `settings` the engine enforces.
+    /// what of `settings` the engine enforces; its id is `specified_id` if
+    /// given (which `subnet`'s ranges hold), else the subnet's next.
     fn create_canister(
         &mut self,
         subnet: Principal,
         controllers: Vec<Principal>,
         settings: &CanisterSettings,
         cycles: Option<u128>,
+        specified_id: Option<Principal>,
     ) -> Result<Principal, Reject>;
     /// Installs `wasm` (replacing code and memory) or, with `upgrade`,
     /// upgrades to it, running its init or upgrade hooks with `arg`; the

@@ -5,7 +5,7 @@
 use candid::Principal;
 use ic_error_types::ErrorCode;
 use ic_management_canister_types::{CanisterLogRecord, CanisterSettings};
-use sim::{IDS_PER_SUBNET, Sim, SimError, canister_id};
+use sim::{Sim, SimError, canister_id};
 use std::collections::BTreeMap;
 
 use crate::engine::{CallToModel, CallsInFlight, Engine, EngineStatus};
@@ -51,6 +51,7 @@ pub fn reject_of_error(e: SimError) -> Reject {
         E::TracingOff => ErrorCode::SubnetOversubscribed,
         E::SubnetFull { .. } => ErrorCode::MaxNumberOfCanistersReached,
         E::IdTaken(_) => ErrorCode::CanisterIdAlreadyExists,
+        E::NotInRange { .. } => ErrorCode::CanisterNotHostedBySubnet,
     };
     Reject::new(error_code, e.to_string())
 }
@@ -137,12 +138,16 @@ impl Engine for Sim {
     }
 
     fn subnet_ranges(&self) -> Vec<SubnetRanges> {
-        let range = |index: usize| {
-            let first = index as u64 * IDS_PER_SUBNET;
-            (canister_id(first), canister_id(first + IDS_PER_SUBNET - 1))
-        };
-        let subnets = Sim::subnets(self).into_iter().enumerate();
-        subnets.map(|(index, id)| SubnetRanges { id, ranges: vec![range(index)] }).collect()
+        let subnets = Sim::subnet_ranges(self).into_iter();
+        subnets
+            .map(|(id, ids)| {
+                let mut ranges = ids.all();
+                ranges.sort_by_key(|range| *range.start());
+                let ranges =
+                    ranges.iter().map(|range| (canister_id(*range.start()), canister_id(*range.end())));
+                SubnetRanges { id, ranges: ranges.collect() }
+            })
+            .collect()
     }
 
     fn time(&self) -> u64 {
@@ -155,12 +160,17 @@ impl Engine for Sim {
         controllers: Vec<Principal>,
         settings: &CanisterSettings,
         cycles: Option<u128>,
+        specified_id: Option<Principal>,
     ) -> Result<Principal, Reject> {
         let index = Sim::subnets(self)
             .iter()
             .position(|&s| s == subnet)
             .ok_or_else(|| Reject::new(ErrorCode::SubnetNotFound, format!("Subnet {subnet} not found")))?;
-        let id = self.create_canister_with(index, sim_settings(settings, Some(controllers)));
+        let settings = sim_settings(settings, Some(controllers));
+        let id = match specified_id {
+            None => self.create_canister_with(index, settings),
+            Some(id) => self.create_canister_with_id(index, id, settings),
+        };
         let id = id.map_err(reject_of_error)?;
         // The simulator creates a canister with its initial cycles.
         let initial = self.config().initial_cycles;

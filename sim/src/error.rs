@@ -24,8 +24,17 @@ pub enum SimError {
     SubnetFull {
         /// The subnet's index.
         index: usize,
-        /// How many ids a subnet assigns ([`crate::IDS_PER_SUBNET`]).
+        /// How many ids it assigns (its [`crate::IdRanges`]' allocation range).
         ids: u64,
+    },
+    /// A canister cannot be created with this id on this subnet: the
+    /// subnet's ranges do not hold it.
+    #[error("subnet {subnet}'s canister ranges do not hold {id}: a specified id must lie in them")]
+    NotInRange {
+        /// The id asked for.
+        id: Principal,
+        /// The subnet asked for.
+        subnet: Principal,
     },
     /// The module does not load: it is not valid wasm, imports something
     /// other than `ic0` functions, has no memory, or does not instantiate.
@@ -55,8 +64,8 @@ pub enum SimError {
         /// How many rounds were waited ([`crate::UPDATE_CALL_ROUND_LIMIT`]).
         rounds: u64,
     },
-    /// A canister hosted outside ([`crate::Sim::host_outside`]) cannot share
-    /// an id with one of the simulator's.
+    /// The id is taken: a canister of the simulator's, or one hosted
+    /// outside ([`crate::Sim::host_outside`]), has it.
     #[error("canister {0} already exists in the simulator")]
     IdTaken(Principal),
     /// Traces are only kept by a simulator built `with_tracing` (see [`crate::bench`]).

@@ -82,8 +82,9 @@ pub use message::{ErrorCode, MessageId, Reject, RejectCode};
 pub use module::is_memory64;
 pub use persist::SavedSim;
 pub use sim::{
-    Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, ONE_SECOND_NS, OutsideCall, Outstanding, RoundLimits,
-    Settings, Sim, SimBuilder, SimConfig, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT, canister_id,
+    Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, IdRanges, ONE_SECOND_NS, OutsideCall, Outstanding,
+    RoundLimits, Settings, Sim, SimBuilder, SimConfig, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT,
+    canister_id, canister_number,
 };
 pub use stats::{CallsFrom, CanisterStats, RejectCounts};
 pub use system_api::{CYCLES_MINTING_CANISTER, LogRecord};

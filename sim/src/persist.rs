@@ -43,7 +43,7 @@ struct SavedModule {
 impl SavedSim {
     /// The version of this layout, for the header of a file that holds one:
     /// bumped whenever any saved type changes.
-    pub const FORMAT: u32 = 5;
+    pub const FORMAT: u32 = 6;
 }
 
 impl Sim {

@@ -1,8 +1,9 @@
 //! The instance store: each instance is a simulator on a thread of its own
 //! (the simulator is not `Send`), which serves its requests in order.
 
+use candid::Principal;
 use engine_thread::{EngineThread, Reason};
-use pocket_ic::common::rest::{InitialTime, InstanceConfig, InstanceId, Topology};
+use pocket_ic::common::rest::{InitialTime, InstanceConfig, InstanceId, SubnetKind, Topology};
 use sim::{HostMemory, Sim, SimConfig};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -10,6 +11,7 @@ use std::sync::Mutex;
 use crate::errors::ApiError;
 use crate::instance::{self, Instance};
 use crate::live::Remote;
+use crate::{subnets, topology};
 
 /// What every instance's simulator may use: the host-memory budget they
 /// all share (one hostile instance cannot take the host's memory from the
@@ -37,6 +39,8 @@ pub struct Store {
     max_instructions_per_message: u64,
     /// The instances in auto progress, each served by the IC HTTP interface.
     live: Mutex<BTreeMap<InstanceId, ic_http::Network>>,
+    /// Each instance's topology, made when it was created.
+    topologies: Mutex<BTreeMap<InstanceId, Topology>>,
 }
 
 impl Default for Store {
@@ -45,44 +49,37 @@ impl Default for Store {
     }
 }
 
-/// The simulator an instance config asks for, or what in it the simulator cannot do.
-fn sim_for(config: &InstanceConfig, host_memory: &HostMemory, max_instructions: u64) -> Result<Sim, String> {
-    let subnets = &config.subnet_config_set;
+/// The simulator an instance config asks for, with each subnet's kind, or
+/// what in it the simulator cannot do.
+fn sim_for(
+    config: &InstanceConfig,
+    host_memory: &HostMemory,
+    max_instructions: u64,
+) -> Result<(Sim, BTreeMap<Principal, SubnetKind>), String> {
     let unsupported = [
-        ("an NNS subnet", subnets.nns.is_some()),
-        ("an SNS subnet", subnets.sns.is_some()),
-        ("an II subnet", subnets.ii.is_some()),
-        ("a fiduciary subnet", subnets.fiduciary.is_some()),
-        ("a bitcoin subnet", subnets.bitcoin.is_some()),
-        ("a test threshold keys subnet", subnets.test_threshold_keys.is_some()),
-        ("system subnets", !subnets.system.is_empty()),
-        ("cloud engine subnets", !subnets.cloud_engine.is_empty()),
-        ("verified application subnets", !subnets.verified_application.is_empty()),
         ("a state directory (`multi_subnet network --state-dir` keeps one)", config.state_dir.is_some()),
         ("an HTTP gateway", config.http_gateway_config.is_some()),
         ("ICP features", config.icp_features.as_ref().is_some_and(|f| *f != Default::default())),
         ("auto progress", matches!(config.initial_time, Some(InitialTime::AutoProgress(_)))),
         ("bitcoind", config.bitcoind_addr.is_some()),
         ("dogecoind", config.dogecoind_addr.is_some()),
-        (
-            "application subnets with a state or settings",
-            subnets.application.iter().any(|s| *s != Default::default()),
-        ),
     ];
     if let Some((what, _)) = unsupported.iter().find(|(_, asked)| *asked) {
         return Err(format!(
             "the simulator server (this project's simulator, not PocketIC) does not support {what}"
         ));
     }
-    if subnets.application.is_empty() {
-        return Err("the simulator server needs at least one application subnet".into());
-    }
+    let planned = subnets::plan(&config.subnet_config_set)?;
     let mut sim_config = SimConfig { max_instructions_per_message: max_instructions, ..SimConfig::default() };
     if let Some(InitialTime::Timestamp(t)) = &config.initial_time {
         sim_config.start_time_ns = t.nanos_since_epoch;
     }
-    let builder = subnets.application.iter().fold(Sim::builder(), |b, _| b.with_subnet());
-    Ok(builder.with_config(sim_config).with_host_memory(host_memory).build())
+    let builder = planned.iter().fold(Sim::builder(), |b, p| b.with_subnet_holding(p.ids.clone()));
+    let sim = builder.with_config(sim_config).with_host_memory(host_memory).build();
+    let kind_of =
+        |ids: &sim::IdRanges| planned.iter().find(|p| p.ids == *ids).expect("built as planned").kind;
+    let kinds = sim.subnet_ranges().iter().map(|(id, ids)| (*id, kind_of(ids))).collect();
+    Ok((sim, kinds))
 }
 
 impl Store {
@@ -92,16 +89,25 @@ impl Store {
             host_memory: HostMemory::new(limits.host_memory_budget),
             max_instructions_per_message: limits.max_instructions_per_message,
             live: Mutex::default(),
+            topologies: Mutex::default(),
         }
     }
 
     /// Starts an instance's thread; answers its id and topology.
     pub async fn create(&self, config: InstanceConfig) -> Result<(InstanceId, Topology), String> {
         let (host_memory, max_instructions) = (self.host_memory.clone(), self.max_instructions_per_message);
-        let make = move || sim_for(&config, &host_memory, max_instructions).map(instance::new);
+        let (kinds, kinds_made) = std::sync::mpsc::channel();
+        let make = move || {
+            let (sim, subnet_kinds) = sim_for(&config, &host_memory, max_instructions)?;
+            let _ = kinds.send(subnet_kinds);
+            Ok::<_, String>(instance::new(sim))
+        };
         let engine = EngineThread::spawn("the simulator", make)
             .map_err(|e| format!("cannot start an instance thread: {e}"))?;
-        let topology = engine.run(|instance| instance::topology(instance)).await.map_err(|refused| {
+        let topology = engine.run(|instance| instance::topology(instance)).await;
+        let kinds = kinds_made.try_recv().unwrap_or_default();
+        let topology = topology.map(|topology| topology::with_kinds(topology, &kinds));
+        let topology = topology.map_err(|refused| {
             match refused.reason {
                 // What in the config the simulator cannot do, as it is.
                 Reason::NotStarted(why) => why,
@@ -111,6 +117,7 @@ impl Store {
         let mut instances = self.instances.lock().expect("not poisoned");
         let id = instances.len();
         instances.insert(id, Some(engine));
+        self.topologies.lock().expect("not poisoned").insert(id, topology.clone());
         Ok((id, topology))
     }
 
@@ -160,6 +167,13 @@ impl Store {
     /// serving the instance keeps its network (and its rounds) until it stops.
     pub fn stop_progress(&self, id: InstanceId) -> bool {
         self.live.lock().expect("not poisoned").remove(&id).is_some()
+    }
+
+    /// The instance's topology: its subnets, their kinds and ranges.
+    pub fn topology(&self, id: InstanceId) -> Result<Topology, ApiError> {
+        self.engine(id)?;
+        let topologies = self.topologies.lock().expect("not poisoned");
+        topologies.get(&id).cloned().ok_or_else(|| ApiError::instance_not_found(id))
     }
 
     fn engine(&self, id: InstanceId) -> Result<EngineThread<Instance>, ApiError> {

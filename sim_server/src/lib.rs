@@ -10,6 +10,7 @@ mod instances;
 mod lifetime;
 mod live;
 mod server;
+mod subnets;
 mod topology;
 
 pub use instances::Limits;

@@ -13,8 +13,8 @@ use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{
     AutoProgressConfig, CreateHttpGatewayResponse, CreateInstanceResponse, HttpGatewayBackend,
     HttpGatewayConfig, HttpGatewayInfo, InstanceConfig, RawAddCycles, RawCanisterCall, RawCanisterId,
-    RawCanisterResult, RawCycles, RawIngressStatusArgs, RawMessageId, RawPrincipalId, RawSubnetId,
-    RawTickConfigs, RawTime, Topology,
+    RawCanisterResult, RawCycles, RawEffectivePrincipal, RawIngressStatusArgs, RawMessageId, RawPrincipalId,
+    RawSubnetId, RawTickConfigs, RawTime, Topology,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -241,7 +241,7 @@ async fn delete(State(server): App, Path(id): Path<String>) -> Result<StatusCode
 }
 
 async fn topology(State(server): App, Path(id): Path<String>) -> Answer<Topology> {
-    Ok(Json(server.instances.with(instance_id(&id)?, |i| instance::topology(i)).await?))
+    Ok(Json(server.instances.topology(instance_id(&id)?)?))
 }
 
 async fn get_time(State(server): App, Path(id): Path<String>) -> Answer<RawTime> {
@@ -276,9 +276,17 @@ async fn query(
 async fn submit(
     State(server): App,
     Path(id): Path<String>,
-    Body(call): Body<RawCanisterCall>,
+    Body(mut call): Body<RawCanisterCall>,
 ) -> Answer<Result<RawMessageId, RejectResponse>> {
-    Ok(Json(server.instances.with(instance_id(&id)?, move |i| instance::submit(i, call)).await??))
+    let id = instance_id(&id)?;
+    // A management call that names no subnet goes where PocketIC sends it:
+    // to the subnet of the topology's default effective canister id.
+    let to_management = call.canister_id == Principal::management_canister().as_slice();
+    if to_management && call.effective_principal == RawEffectivePrincipal::None {
+        let default = server.instances.topology(id)?.default_effective_canister_id;
+        call.effective_principal = RawEffectivePrincipal::CanisterId(default.canister_id);
+    }
+    Ok(Json(server.instances.with(id, move |i| instance::submit(i, call)).await??))
 }
 
 async fn await_message(

@@ -1,11 +1,13 @@
 //! The instance's topology as PocketIC describes it: the IC model's
 //! subnets and the canister ids each hosts.
 
+use candid::Principal;
 use ic_model::SubnetRanges;
 use pocket_ic::common::rest::{
     CanisterCyclesCostSchedule, CanisterIdRange, RawCanisterId, SubnetConfig, SubnetInstructionConfig,
     SubnetKind, Topology,
 };
+use std::collections::BTreeMap;
 
 /// `subnets` in the model's order (ascending id bytes, the order of a round).
 pub fn of(subnets: &[SubnetRanges]) -> Topology {
@@ -36,6 +38,20 @@ pub fn of(subnets: &[SubnetRanges]) -> Topology {
         |&(start, _)| RawCanisterId::from(start),
     );
     Topology { subnet_configs, default_effective_canister_id }
+}
+
+/// `topology` with each subnet's kind from `kinds` (application if not
+/// there), and the default effective canister id on the first application
+/// subnet, where PocketIC's clients create canisters when they name none.
+pub fn with_kinds(mut topology: Topology, kinds: &BTreeMap<Principal, SubnetKind>) -> Topology {
+    for (id, config) in topology.subnet_configs.iter_mut() {
+        config.subnet_kind = kinds.get(id).copied().unwrap_or(SubnetKind::Application);
+    }
+    let application = topology.subnet_configs.values().find(|c| c.subnet_kind == SubnetKind::Application);
+    if let Some(range) = application.and_then(|config| config.canister_ranges.first()) {
+        topology.default_effective_canister_id = range.start.clone();
+    }
+    topology
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! and then runs the tests in order, as libtest would report them.
 
 use candid::{Decode, Encode, Principal};
+use pocket_ic::common::rest::SubnetKind;
 use pocket_ic::{PocketIc, PocketIcBuilder};
 use std::process::ExitCode;
 
@@ -16,6 +17,10 @@ const TESTS: &[(&str, fn())] = &[
     ("a_new_instance_runs_the_example", a_new_instance_runs_the_example),
     ("instances_of_one_test_process_share_one_server", instances_of_one_test_process_share_one_server),
     ("what_it_does_not_support_says_what_it_is", what_it_does_not_support_says_what_it_is),
+    (
+        "nns_ii_and_application_subnets_with_canisters_at_given_ids",
+        nns_ii_and_application_subnets_with_canisters_at_given_ids,
+    ),
 ];
 
 fn main() -> ExitCode {
@@ -85,4 +90,40 @@ fn what_it_does_not_support_says_what_it_is() {
         pic.get_server_url().join(&format!("instances/{}/read/not_an_endpoint", pic.instance_id())).unwrap();
     let body = reqwest::blocking::get(url).expect("an answer").text().expect("a body");
     assert!(body.contains(sim_server::DESCRIPTION), "{body}");
+}
+
+/// PocketIC's NNS and II subnets hold mainnet's ranges: a canister created
+/// at the NNS registry's id is on the NNS subnet, runs there, and its id
+/// cannot be taken twice; a canister created with no placement is on the
+/// application subnet.
+fn nns_ii_and_application_subnets_with_canisters_at_given_ids() {
+    let pic = PocketIcBuilder::new().with_nns_subnet().with_ii_subnet().with_application_subnet().build();
+    let topology = pic.topology();
+    let kinds: Vec<_> = topology.subnet_configs.values().map(|c| c.subnet_kind).collect();
+    for kind in [SubnetKind::NNS, SubnetKind::II, SubnetKind::Application] {
+        assert_eq!(kinds.iter().filter(|&&k| k == kind).count(), 1, "one {kind:?} subnet in {kinds:?}");
+    }
+    let (nns, ii) = (topology.get_nns().expect("an NNS subnet"), topology.get_ii().expect("an II subnet"));
+    let registry = Principal::from_text("rwlgt-iiaaa-aaaaa-aaaaa-cai").unwrap();
+    let internet_identity = Principal::from_text("rdmx6-jaaaa-aaaaa-aaadq-cai").unwrap();
+    assert_eq!(topology.get_subnet(registry), Some(nns));
+    assert_eq!(topology.get_subnet(internet_identity), Some(ii));
+
+    let created = pic.create_canister_with_id(Some(user()), None, registry).expect("created at its id");
+    assert_eq!(created, registry);
+    assert_eq!(pic.get_subnet(registry), Some(nns));
+    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
+    pic.install_canister(registry, wasms.callee, Encode!().unwrap(), Some(user()));
+    pic.update_call(registry, user(), "ping", Encode!().unwrap()).expect("it runs on the NNS subnet");
+    let again = pic.create_canister_with_id(Some(user()), None, registry).unwrap_err();
+    assert!(again.contains("already exists"), "{again}");
+    assert_eq!(pic.create_canister_with_id(None, None, internet_identity), Ok(internet_identity));
+    assert_eq!(pic.get_subnet(internet_identity), Some(ii));
+
+    let anywhere = pic.create_canister();
+    assert_eq!(
+        pic.get_subnet(anywhere),
+        topology.get_app_subnets().first().copied(),
+        "no placement: application"
+    );
 }

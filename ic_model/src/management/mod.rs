@@ -298,9 +298,6 @@ fn create(
     sender: Principal,
     args: ProvisionalCreateCanisterWithCyclesArgs,
 ) -> CallResult {
-    if args.specified_id.is_some() {
-        return Err(unsupported("provisional_create_canister_with_cycles with a specified_id"));
-    }
     let settings = args.settings.unwrap_or_default();
     let mut kept = settings::defaults();
     settings::apply(&mut kept, &settings).map_err(invalid_settings)?;
@@ -310,7 +307,8 @@ fn create(
         Some(Err(_)) => return Err(unsupported("creating a canister with more than 2^128 cycles")),
     };
     let controllers = settings.controllers.clone().unwrap_or_else(|| vec![sender]);
-    let id = ic.engine_mut().create_canister(subnet, controllers.clone(), &settings, cycles)?;
+    let id =
+        ic.engine_mut().create_canister(subnet, controllers.clone(), &settings, cycles, args.specified_id)?;
     let mut info = CanisterInfo::new(subnet, controllers);
     info.settings = kept;
     ic.insert_canister(id, info);

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::Sim;
-use super::routing::Subnet;
+use super::routing::{IdRanges, Subnet};
 use crate::bench::Tracing;
 use crate::code;
 use crate::host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory};
@@ -104,7 +104,8 @@ pub const UPDATE_CALL_ROUND_LIMIT: u64 = 100;
 
 /// Builds a [`Sim`] with the given subnets.
 pub struct SimBuilder {
-    pub(crate) subnet_ids: Vec<Principal>,
+    /// Each subnet's id, and its canister ids if given.
+    pub(crate) subnet_ids: Vec<(Principal, Option<IdRanges>)>,
     pub(crate) config: SimConfig,
     pub(crate) tracing: bool,
     pub(crate) host_memory: Option<HostMemory>,
@@ -115,6 +116,12 @@ pub struct SimBuilder {
 impl SimBuilder {
     /// Adds an application subnet with a generated id.
     pub fn with_subnet(mut self) -> Self {
+        self.subnet_ids.push((self.next_id(), None));
+        self
+    }
+
+    /// The id the next subnet added without one gets.
+    fn next_id(&self) -> Principal {
         let n = self.subnet_ids.len() as u64;
         let low = (n as u8).wrapping_mul(37).wrapping_add(11);
         let mut bytes = [low; 29];
@@ -123,8 +130,7 @@ impl SimBuilder {
             bytes[27 - i] ^= high;
         }
         bytes[28] = 2;
-        self.subnet_ids.push(Principal::from_slice(&bytes));
-        self
+        Principal::from_slice(&bytes)
     }
 
     /// Adds `n` application subnets with generated ids.
@@ -134,7 +140,16 @@ impl SimBuilder {
 
     /// Adds an application subnet with id `id`.
     pub fn with_subnet_id(mut self, id: Principal) -> Self {
-        self.subnet_ids.push(id);
+        self.subnet_ids.push((id, None));
+        self
+    }
+
+    /// Adds a subnet with a generated id that holds the canister ids `ids`.
+    /// A subnet added without them holds the `i`-th block of
+    /// [`IDS_PER_SUBNET`] ids, `i` its place in the subnets' order; `build`
+    /// panics if two subnets' ranges overlap.
+    pub fn with_subnet_holding(mut self, ids: IdRanges) -> Self {
+        self.subnet_ids.push((self.next_id(), Some(ids)));
         self
     }
 
@@ -180,19 +195,30 @@ impl SimBuilder {
     /// The simulator, at time `start_time_ns` with no canisters.
     pub fn build(self) -> Sim {
         let mut ids = self.subnet_ids;
-        ids.sort_by(|a, b| a.as_slice().cmp(b.as_slice()));
-        ids.dedup();
-        let subnets = ids
+        ids.sort_by(|a, b| a.0.as_slice().cmp(b.0.as_slice()));
+        ids.dedup_by(|a, b| a.0 == b.0);
+        let subnets: Vec<Subnet> = ids
             .into_iter()
-            .map(|id| Subnet {
+            .enumerate()
+            .map(|(index, (id, ids))| Subnet {
                 id,
                 canisters: BTreeSet::new(),
                 ingress_pool: vec![],
                 inbound: vec![],
                 in_transit: VecDeque::new(),
+                ids: ids.unwrap_or_else(|| IdRanges::block(index as u64)),
                 next_canister: 0,
             })
             .collect();
+        let ranges: Vec<_> = subnets.iter().flat_map(|s| s.ids.all()).collect();
+        for (i, a) in ranges.iter().enumerate() {
+            for b in &ranges[i + 1..] {
+                assert!(
+                    a.end() < b.start() || b.end() < a.start(),
+                    "subnets' canister ranges overlap: {a:?} and {b:?}"
+                );
+            }
+        }
         Sim {
             engine: code::engine(),
             host_memory: self.host_memory.unwrap_or_else(|| HostMemory::new(self.config.host_memory_budget)),

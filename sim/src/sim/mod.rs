@@ -30,7 +30,7 @@ pub(crate) use ingress::IngressState;
 pub(crate) use outside::Outside;
 pub use outside::OutsideCall;
 pub(crate) use routing::Subnet;
-pub use routing::{IDS_PER_SUBNET, canister_id};
+pub use routing::{IDS_PER_SUBNET, IdRanges, canister_id, canister_number};
 
 /// The simulated IC.
 pub struct Sim {
@@ -190,17 +190,54 @@ impl Sim {
         let Some(s) = self.subnets.get_mut(subnet) else {
             return Err(SimError::NoSuchSubnet { index: subnet, subnets: self.subnets.len() });
         };
-        // Each subnet allocates from its own range, as on the IC.
-        if s.next_canister >= IDS_PER_SUBNET {
-            return Err(SimError::SubnetFull { index: subnet, ids: IDS_PER_SUBNET });
+        // Each subnet numbers new canisters from its own range, as on the
+        // IC, past any id a canister was created with.
+        let id = loop {
+            if s.next_canister >= s.ids.capacity() {
+                return Err(SimError::SubnetFull { index: subnet, ids: s.ids.capacity() });
+            }
+            let id = canister_id(s.ids.allocation.start() + s.next_canister);
+            s.next_canister += 1;
+            if !self.canisters.contains_key(&id) {
+                break id;
+            }
+        };
+        Ok(self.insert_new(id, subnet, controllers))
+    }
+
+    /// Creates an empty canister with the id `id` on subnet `subnet` (an
+    /// index), whose ranges must hold it, with `settings`: a canister
+    /// created with a specified id.
+    pub fn create_canister_with_id(
+        &mut self,
+        subnet: usize,
+        id: Principal,
+        settings: Settings,
+    ) -> Result<Principal, SimError> {
+        let subnets = self.subnets.len();
+        let s = self.subnets.get(subnet).ok_or(SimError::NoSuchSubnet { index: subnet, subnets })?;
+        if !canister_number(id).is_some_and(|number| s.ids.holds(number)) {
+            return Err(SimError::NotInRange { id, subnet: s.id });
         }
-        let id = canister_id(subnet as u64 * IDS_PER_SUBNET + s.next_canister);
-        s.next_canister += 1;
-        s.canisters.insert(id);
+        if self.canisters.contains_key(&id) || self.outside.host_of(&id).is_some() {
+            return Err(SimError::IdTaken(id));
+        }
+        self.insert_new(id, subnet, settings.controllers.clone().unwrap_or_default());
+        settings.apply(self.canister_mut(id)?.system_state_mut());
+        Ok(id)
+    }
+
+    fn insert_new(&mut self, id: Principal, subnet: usize, controllers: Vec<Principal>) -> Principal {
+        self.subnets[subnet].canisters.insert(id);
         let state = self.new_system_state(id, subnet, controllers);
         let canister = Canister::new(&self.engine, subnet, state, self.tracing);
         self.canisters.insert(id, canister);
-        Ok(id)
+        id
+    }
+
+    /// Each subnet's id and the canister ids it holds, in the subnets' order.
+    pub fn subnet_ranges(&self) -> Vec<(Principal, IdRanges)> {
+        self.subnets.iter().map(|s| (s.id, s.ids.clone())).collect()
     }
 
     /// A new canister's system state, on subnet `subnet` (an index).
@@ -225,14 +262,14 @@ impl Sim {
     }
 
     /// From now on subnet `subnet` assigns no id numbered below `number`
-    /// (counting from the first of its range): on the IC, system canisters
-    /// hold the first ids of the first subnet's range. At most the whole
-    /// range, [`IDS_PER_SUBNET`], may be reserved.
+    /// (counting from the first of its allocation range): on the IC, system
+    /// canisters hold the first ids of the first subnet's range. At most the
+    /// whole allocation range may be reserved.
     pub fn reserve_canister_ids(&mut self, subnet: usize, number: u64) -> Result<(), SimError> {
         let subnets = self.subnets.len();
         let s = self.subnets.get_mut(subnet).ok_or(SimError::NoSuchSubnet { index: subnet, subnets })?;
-        if number > IDS_PER_SUBNET {
-            return Err(SimError::SubnetFull { index: subnet, ids: IDS_PER_SUBNET });
+        if number > s.ids.capacity() {
+            return Err(SimError::SubnetFull { index: subnet, ids: s.ids.capacity() });
         }
         s.next_canister = s.next_canister.max(number);
         Ok(())

@@ -3,6 +3,7 @@
 use candid::Principal;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
+use std::ops::RangeInclusive;
 
 use super::outside::Host;
 use super::{IngressState, Sim};
@@ -23,7 +24,65 @@ pub(crate) struct Subnet {
     /// Messages from other subnets still travelling, in the order sent,
     /// with the first tick that may induct them.
     pub(super) in_transit: VecDeque<(u64, Message)>,
+    /// The canister ids it holds.
+    pub(super) ids: IdRanges,
+    /// How many numbers of its allocation range it has assigned or skipped.
     pub(super) next_canister: u64,
+}
+
+/// The canister ids a subnet holds, by number ([`canister_id`]): the
+/// ranges the routing table gives it, in one of which a canister created
+/// with a specified id must lie, and the range it numbers new canisters
+/// from, in order. PocketIC's NNS subnet, for one, holds mainnet's NNS
+/// ranges and numbers new canisters from another range.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdRanges {
+    /// The routing table's ranges, inclusive.
+    pub ranges: Vec<RangeInclusive<u64>>,
+    /// Where new canisters' numbers come from, inclusive; within `ranges`
+    /// or not.
+    pub allocation: RangeInclusive<u64>,
+}
+
+impl IdRanges {
+    /// One range, which new canisters are numbered from too: the `index`-th
+    /// block of [`IDS_PER_SUBNET`] ids.
+    pub fn block(index: u64) -> Self {
+        let range = index * IDS_PER_SUBNET..=(index + 1) * IDS_PER_SUBNET - 1;
+        Self { ranges: vec![range.clone()], allocation: range }
+    }
+
+    /// Whether the routing table sends `number` here: in a range, or in the
+    /// allocation range.
+    pub fn holds(&self, number: u64) -> bool {
+        self.allocation.contains(&number) || self.ranges.iter().any(|range| range.contains(&number))
+    }
+
+    /// Every range, the allocation range too if it is not in one.
+    pub fn all(&self) -> Vec<RangeInclusive<u64>> {
+        let mut all = self.ranges.clone();
+        if !self
+            .ranges
+            .iter()
+            .any(|r| r.contains(self.allocation.start()) && r.contains(self.allocation.end()))
+        {
+            all.push(self.allocation.clone());
+        }
+        all
+    }
+
+    /// How many canisters it can number.
+    pub(crate) fn capacity(&self) -> u64 {
+        self.allocation.end() - self.allocation.start() + 1
+    }
+}
+
+/// The number a canister id encodes ([`canister_id`]'s inverse); `None` for
+/// a principal that is not a canister id.
+pub fn canister_number(id: Principal) -> Option<u64> {
+    let bytes: [u8; 10] = id.as_slice().try_into().ok()?;
+    let (number, suffix) = bytes.split_at(8);
+    (suffix == CANISTER_ID_SUFFIX).then(|| u64::from_be_bytes(number.try_into().expect("8 bytes")))
 }
 
 impl Subnet {
@@ -73,10 +132,8 @@ impl Sim {
             Some(Host::EverySubnet) => return Some(from),
             None => {}
         }
-        let bytes: [u8; 10] = id.as_slice().try_into().ok()?;
-        let (number, suffix) = bytes.split_at(8);
-        let subnet = usize::try_from(u64::from_be_bytes(number.try_into().ok()?) / IDS_PER_SUBNET).ok()?;
-        (suffix == CANISTER_ID_SUFFIX && subnet < self.subnets.len()).then_some(subnet)
+        let number = canister_number(id)?;
+        self.subnets.iter().position(|subnet| subnet.ids.holds(number))
     }
 
     /// Puts a message in its receiver's queue, or answers it when the
@@ -107,8 +164,9 @@ impl Sim {
     }
 }
 
-/// How many canister ids each subnet's range holds: subnet `i` (an index
-/// into [`Sim::subnets`]) numbers its canisters from `i * IDS_PER_SUBNET`.
+/// How many canister ids a subnet's range holds by default: subnet `i` (an
+/// index into [`Sim::subnets`]) numbers its canisters from
+/// `i * IDS_PER_SUBNET` ([`IdRanges::block`]).
 pub const IDS_PER_SUBNET: u64 = 1 << 20;
 
 const CANISTER_ID_SUFFIX: [u8; 2] = [1, 1];
