@@ -133,6 +133,11 @@ pub trait Engine {
         arg: Vec<u8>,
         upgrade: bool,
     ) -> Result<(), Reject>;
+    /// The canister's stable memory, all its pages.
+    fn stable_memory(&self, canister: Principal) -> Result<Vec<u8>, Reject>;
+    /// Replaces the canister's stable memory with `data`, grown with zeros
+    /// to whole pages; unchanged if it does not fit.
+    fn set_stable_memory(&mut self, canister: Principal, data: Vec<u8>) -> Result<(), Reject>;
     /// Applies what of `settings` the engine enforces (who may is the
     /// model's to check).
     fn update_settings(&mut self, canister: Principal, settings: &CanisterSettings) -> Result<(), Reject>;

@@ -134,6 +134,20 @@ impl<E: Engine> Ic<E> {
         }
     }
 
+    /// The canister's stable memory, all its pages, as PocketIC's
+    /// `get_stable_memory` reads it.
+    pub fn stable_memory(&self, canister: Principal) -> Result<Vec<u8>, Reject> {
+        self.canister(canister)?;
+        self.engine.stable_memory(canister)
+    }
+
+    /// Replaces the canister's stable memory, as PocketIC's
+    /// `set_stable_memory` does (no controller's call: a test's hand).
+    pub fn set_stable_memory(&mut self, canister: Principal, data: Vec<u8>) -> Result<(), Reject> {
+        self.canister(canister)?;
+        self.engine.set_stable_memory(canister, data)
+    }
+
     /// The canister's cycles balance.
     pub fn cycle_balance(&self, canister: Principal) -> Result<u128, Reject> {
         self.canister(canister)?;

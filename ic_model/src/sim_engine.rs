@@ -52,6 +52,7 @@ pub fn reject_of_error(e: SimError) -> Reject {
         E::SubnetFull { .. } => ErrorCode::MaxNumberOfCanistersReached,
         E::IdTaken(_) => ErrorCode::CanisterIdAlreadyExists,
         E::NotInRange { .. } => ErrorCode::CanisterNotHostedBySubnet,
+        E::StableMemoryTooLarge { .. } | E::OverBudget(_) => ErrorCode::CanisterOutOfMemory,
     };
     Reject::new(error_code, e.to_string())
 }
@@ -198,6 +199,14 @@ impl Engine for Sim {
             self.install_canister(canister, wasm, arg, sender)
         };
         done.map_err(reject_of_error)
+    }
+
+    fn stable_memory(&self, canister: Principal) -> Result<Vec<u8>, Reject> {
+        Sim::stable_memory(self, canister).map_err(reject_of_error)
+    }
+
+    fn set_stable_memory(&mut self, canister: Principal, data: Vec<u8>) -> Result<(), Reject> {
+        Sim::set_stable_memory(self, canister, data).map_err(reject_of_error)
     }
 
     fn update_settings(&mut self, canister: Principal, settings: &CanisterSettings) -> Result<(), Reject> {

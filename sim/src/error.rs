@@ -68,6 +68,18 @@ pub enum SimError {
     /// outside ([`crate::Sim::host_outside`]), has it.
     #[error("canister {0} already exists in the simulator")]
     IdTaken(Principal),
+    /// Stable memory set from outside would pass the model's page limit.
+    #[error("stable memory of {pages} pages is more than the {max} the simulator holds")]
+    StableMemoryTooLarge {
+        /// The pages asked for.
+        pages: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The host-memory budget refuses what was asked (see
+    /// [`crate::HostMemory`]).
+    #[error("{0}")]
+    OverBudget(String),
     /// Traces are only kept by a simulator built `with_tracing` (see [`crate::bench`]).
     #[error("the simulator was built without tracing")]
     TracingOff,

@@ -14,7 +14,7 @@ use pocket_ic::common::rest::{
     AutoProgressConfig, CreateHttpGatewayResponse, CreateInstanceResponse, HttpGatewayBackend,
     HttpGatewayConfig, HttpGatewayInfo, InstanceConfig, RawAddCycles, RawCanisterCall, RawCanisterId,
     RawCanisterResult, RawCycles, RawEffectivePrincipal, RawIngressStatusArgs, RawMessageId, RawPrincipalId,
-    RawSubnetId, RawTickConfigs, RawTime, Topology,
+    RawSetStableMemory, RawStableMemory, RawSubnetId, RawTickConfigs, RawTime, Topology,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -55,7 +55,7 @@ fn both<S: Clone + Send + Sync + 'static>(
 }
 
 fn router(limits: Limits) -> Router {
-    let routes: [(&str, MethodRouter<Arc<Server>>); 21] = [
+    let routes: [(&str, MethodRouter<Arc<Server>>); 23] = [
         ("/instances", get(list).post(create)),
         ("/instances/{id}", axum::routing::delete(delete)),
         ("/instances/{id}/read/topology", get(topology)),
@@ -71,6 +71,8 @@ fn router(limits: Limits) -> Router {
         ("/instances/{id}/update/tick", post(tick)),
         ("/instances/{id}/update/set_time", post(set_time)),
         ("/instances/{id}/update/add_cycles", post(add_cycles)),
+        ("/instances/{id}/read/get_stable_memory", post(get_stable_memory)),
+        ("/instances/{id}/update/set_stable_memory", post(set_stable_memory)),
         ("/instances/{id}/auto_progress", get(auto_progress_enabled).post(auto_progress)),
         ("/instances/{id}/stop_progress", post(stop_progress)),
         ("/http_gateway", post(start_gateway)),
@@ -334,6 +336,41 @@ async fn get_cycles(
         })
         .await??;
     Ok(Json(RawCycles { cycles }))
+}
+
+async fn get_stable_memory(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(c): Body<RawCanisterId>,
+) -> Answer<RawStableMemory> {
+    let blob = server
+        .instances
+        .with(instance_id(&id)?, move |i| {
+            let id = instance::existing(i, &c.canister_id)?;
+            i.stable_memory(id).map_err(|reject| ApiError::bad_request(reject.message))
+        })
+        .await??;
+    Ok(Json(RawStableMemory { blob }))
+}
+
+/// The blob, uploaded first (`POST /blobstore`), becomes the canister's
+/// stable memory.
+async fn set_stable_memory(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(set): Body<RawSetStableMemory>,
+) -> Answer<()> {
+    let blob_id = hex::encode(&set.blob_id.0);
+    let data =
+        server.blobs.get(&blob_id).ok_or_else(|| ApiError::bad_request(format!("no blob {blob_id}")))?;
+    server
+        .instances
+        .with(instance_id(&id)?, move |i| {
+            let id = instance::existing(i, &set.canister_id)?;
+            i.set_stable_memory(id, data).map_err(|reject| ApiError::bad_request(reject.message))
+        })
+        .await??;
+    Ok(Json(()))
 }
 
 async fn add_cycles(

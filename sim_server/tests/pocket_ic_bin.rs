@@ -9,18 +9,21 @@
 //! and then runs the tests in order, as libtest would report them.
 
 use candid::{Decode, Encode, Principal};
-use pocket_ic::common::rest::SubnetKind;
+use pocket_ic::common::rest::{BlobCompression, SubnetKind};
 use pocket_ic::{PocketIc, PocketIcBuilder};
 use std::process::ExitCode;
 
-const TESTS: &[(&str, fn())] = &[
-    ("a_new_instance_runs_the_example", a_new_instance_runs_the_example),
-    ("instances_of_one_test_process_share_one_server", instances_of_one_test_process_share_one_server),
-    ("what_it_does_not_support_says_what_it_is", what_it_does_not_support_says_what_it_is),
-    (
-        "nns_ii_and_application_subnets_with_canisters_at_given_ids",
-        nns_ii_and_application_subnets_with_canisters_at_given_ids,
-    ),
+/// Each test by its name, as libtest names it.
+macro_rules! tests {
+    ($($test:ident),* $(,)?) => { &[$((stringify!($test), $test as fn())),*] };
+}
+
+const TESTS: &[(&str, fn())] = tests![
+    a_new_instance_runs_the_example,
+    instances_of_one_test_process_share_one_server,
+    what_it_does_not_support_says_what_it_is,
+    nns_ii_and_application_subnets_with_canisters_at_given_ids,
+    stable_memory_set_through_the_api_is_what_the_canister_reads,
 ];
 
 fn main() -> ExitCode {
@@ -126,4 +129,31 @@ fn nns_ii_and_application_subnets_with_canisters_at_given_ids() {
         topology.get_app_subnets().first().copied(),
         "no placement: application"
     );
+}
+
+/// A canister whose query `first_bytes` replies with the first four bytes
+/// of its stable memory.
+const STABLE_READER: &str = r#"(module
+  (import "ic0" "stable64_read" (func $read (param i64 i64 i64)))
+  (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
+  (import "ic0" "msg_reply" (func $reply))
+  (memory 1)
+  (func (export "canister_query first_bytes")
+    (call $read (i64.const 0) (i64.const 0) (i64.const 4))
+    (call $append (i32.const 0) (i32.const 4))
+    (call $reply)))"#;
+
+/// Stable memory written through PocketIC's API, grown to whole pages, is
+/// what the API reads back and what the canister reads.
+fn stable_memory_set_through_the_api_is_what_the_canister_reads() {
+    let pic = PocketIc::new();
+    let canister = pic.create_canister();
+    pic.install_canister(canister, wat::parse_str(STABLE_READER).unwrap(), vec![], None);
+    assert!(pic.get_stable_memory(canister).is_empty(), "no pages yet");
+    pic.set_stable_memory(canister, b"IC!\x01".to_vec(), BlobCompression::NoCompression);
+    let memory = pic.get_stable_memory(canister);
+    assert_eq!(memory.len(), 64 * 1024, "one whole page");
+    assert_eq!(&memory[..4], b"IC!\x01");
+    let read = pic.query_call(canister, Principal::anonymous(), "first_bytes", vec![]).expect("a reply");
+    assert_eq!(read, b"IC!\x01");
 }

@@ -17,6 +17,7 @@ use crate::system_api::{ApiLimits, Hosting, LogRecord, SystemState};
 mod config;
 mod faults;
 mod ingress;
+mod memory;
 mod outside;
 mod routing;
 mod scheduler;
