@@ -138,6 +138,14 @@ pub trait Engine {
     /// Replaces the canister's stable memory with `data`, grown with zeros
     /// to whole pages; unchanged if it does not fit.
     fn set_stable_memory(&mut self, canister: Principal, data: Vec<u8>) -> Result<(), Reject>;
+    /// Takes a snapshot of the canister's module and memories, kept under
+    /// `snapshot_id` (replacing one kept under it); its size in bytes.
+    fn take_snapshot(&mut self, canister: Principal, snapshot_id: Vec<u8>) -> Result<u64, Reject>;
+    /// Puts the snapshot `snapshot_id` in place of the canister's module and
+    /// memories, and bumps its version.
+    fn load_snapshot(&mut self, canister: Principal, snapshot_id: &[u8]) -> Result<(), Reject>;
+    /// Forgets the snapshot `snapshot_id`.
+    fn delete_snapshot(&mut self, canister: Principal, snapshot_id: &[u8]) -> Result<(), Reject>;
     /// Applies what of `settings` the engine enforces (who may is the
     /// model's to check).
     fn update_settings(&mut self, canister: Principal, settings: &CanisterSettings) -> Result<(), Reject>;

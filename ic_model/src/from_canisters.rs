@@ -216,7 +216,7 @@ fn a_canister_reads_its_own_status_only_as_its_own_controller() {
     assert!(status.cycles > 0u8 && status.cycles <= now && now <= initial, "{status:?}");
 
     // A method the model does not implement: its reject, not "not found".
-    let (seen, _) = forward(&mut ic, canister, "take_canister_snapshot", vec![], 0);
+    let (seen, _) = forward(&mut ic, canister, "bitcoin_get_utxos", vec![], 0);
     let (code, message) = seen.answer.unwrap_err();
     assert!(message.contains("not supported by this project's model"), "{code}: {message}");
     // Nor may it delete itself.

@@ -53,6 +53,7 @@ pub fn reject_of_error(e: SimError) -> Reject {
         E::IdTaken(_) => ErrorCode::CanisterIdAlreadyExists,
         E::NotInRange { .. } => ErrorCode::CanisterNotHostedBySubnet,
         E::StableMemoryTooLarge { .. } | E::OverBudget(_) => ErrorCode::CanisterOutOfMemory,
+        E::NoSuchSnapshot { .. } => ErrorCode::CanisterSnapshotNotFound,
     };
     Reject::new(error_code, e.to_string())
 }
@@ -199,6 +200,18 @@ impl Engine for Sim {
             self.install_canister(canister, wasm, arg, sender)
         };
         done.map_err(reject_of_error)
+    }
+
+    fn take_snapshot(&mut self, canister: Principal, snapshot_id: Vec<u8>) -> Result<u64, Reject> {
+        self.take_canister_snapshot(canister, snapshot_id).map_err(reject_of_error)
+    }
+
+    fn load_snapshot(&mut self, canister: Principal, snapshot_id: &[u8]) -> Result<(), Reject> {
+        self.load_canister_snapshot(canister, snapshot_id).map_err(reject_of_error)
+    }
+
+    fn delete_snapshot(&mut self, canister: Principal, snapshot_id: &[u8]) -> Result<(), Reject> {
+        self.delete_canister_snapshot(canister, snapshot_id).map_err(reject_of_error)
     }
 
     fn stable_memory(&self, canister: Principal) -> Result<Vec<u8>, Reject> {

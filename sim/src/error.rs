@@ -68,6 +68,14 @@ pub enum SimError {
     /// outside ([`crate::Sim::host_outside`]), has it.
     #[error("canister {0} already exists in the simulator")]
     IdTaken(Principal),
+    /// The canister keeps no snapshot with this id.
+    #[error("canister {canister} has no snapshot {}", hex(.snapshot))]
+    NoSuchSnapshot {
+        /// The canister.
+        canister: Principal,
+        /// The snapshot id asked for.
+        snapshot: Vec<u8>,
+    },
     /// Stable memory set from outside would pass the model's page limit.
     #[error("stable memory of {pages} pages is more than the {max} the simulator holds")]
     StableMemoryTooLarge {
@@ -83,6 +91,10 @@ pub enum SimError {
     /// Traces are only kept by a simulator built `with_tracing` (see [`crate::bench`]).
     #[error("the simulator was built without tracing")]
     TracingOff,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl From<WasmError> for SimError {

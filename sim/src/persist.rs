@@ -4,8 +4,8 @@ use candid::Principal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::canister::{Canister, SavedCanister};
-use crate::code::{self, Metering};
+use crate::canister::{Canister, CanisterSnapshot, SavedCanister, SavedCanisterSnapshot};
+use crate::code::{self, CompiledModule, Metering};
 use crate::error::{RestoreError, SaveError};
 use crate::host_memory::HostMemory;
 use crate::message::MessageId;
@@ -30,6 +30,8 @@ pub struct SavedSim {
     #[serde(with = "serde_bytes")]
     root_key: Vec<u8>,
     outside: Outside,
+    /// Snapshots of canisters, by canister and snapshot id.
+    snapshots: Vec<(Principal, Vec<u8>, SavedCanisterSnapshot)>,
 }
 
 /// A module as installed, compiled again on restore.
@@ -43,7 +45,7 @@ struct SavedModule {
 impl SavedSim {
     /// The version of this layout, for the header of a file that holds one:
     /// bumped whenever any saved type changes.
-    pub const FORMAT: u32 = 6;
+    pub const FORMAT: u32 = 7;
 }
 
 impl Sim {
@@ -51,19 +53,20 @@ impl Sim {
     pub fn save(&self) -> Result<SavedSim, SaveError> {
         let mut modules = vec![];
         let mut numbered = BTreeMap::new();
-        let canisters = self
-            .canisters
-            .values()
-            .map(|canister| {
-                canister.save(|module| {
-                    *numbered.entry((module.metering(), module.wasm())).or_insert_with(|| {
-                        let wasm = module.wasm().to_vec();
-                        modules.push(SavedModule { wasm, metering: module.metering() });
-                        modules.len() - 1
-                    })
-                })
+        let mut number = |module: &CompiledModule| {
+            *numbered.entry((module.metering(), module.wasm().to_vec())).or_insert_with(|| {
+                let wasm = module.wasm().to_vec();
+                modules.push(SavedModule { wasm, metering: module.metering() });
+                modules.len() - 1
             })
-            .collect::<Result<_, _>>()?;
+        };
+        let canisters =
+            self.canisters.values().map(|canister| canister.save(&mut number)).collect::<Result<_, _>>()?;
+        let snapshots = self
+            .snapshots
+            .iter()
+            .map(|((canister, id), snapshot)| (*canister, id.clone(), snapshot.save(&mut number)))
+            .collect();
         Ok(SavedSim {
             config: self.config,
             subnets: self.subnets.clone(),
@@ -77,6 +80,7 @@ impl Sim {
             faults: self.faults.clone(),
             root_key: self.root_key.clone(),
             outside: self.outside.clone(),
+            snapshots,
         })
     }
 }
@@ -115,7 +119,11 @@ impl SimBuilder {
             root_key: saved.root_key,
             executions: 0,
             outside: saved.outside,
+            snapshots: BTreeMap::new(),
         };
+        for (canister, id, snapshot) in saved.snapshots {
+            sim.snapshots.insert((canister, id), CanisterSnapshot::from_saved(snapshot, &modules)?);
+        }
         for canister in saved.canisters {
             let (id, subnet) = (canister.id, canister.subnet);
             let Some(s) = sim.subnets.get_mut(subnet) else {

@@ -24,6 +24,7 @@ const TESTS: &[(&str, fn())] = tests![
     what_it_does_not_support_says_what_it_is,
     nns_ii_and_application_subnets_with_canisters_at_given_ids,
     stable_memory_set_through_the_api_is_what_the_canister_reads,
+    a_loaded_snapshot_undoes_what_came_after_it,
 ];
 
 fn main() -> ExitCode {
@@ -156,4 +157,42 @@ fn stable_memory_set_through_the_api_is_what_the_canister_reads() {
     assert_eq!(&memory[..4], b"IC!\x01");
     let read = pic.query_call(canister, Principal::anonymous(), "first_bytes", vec![]).expect("a reply");
     assert_eq!(read, b"IC!\x01");
+}
+
+/// A snapshot taken, the canister changed, the snapshot loaded: the change
+/// is gone. Only a controller may take one; a deleted one cannot be loaded.
+fn a_loaded_snapshot_undoes_what_came_after_it() {
+    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
+    let pic = PocketIc::new();
+    let callee = pic.create_canister_with_settings(Some(user()), None);
+    pic.install_canister(callee, wasms.callee, Encode!().unwrap(), Some(user()));
+    let ping = |times| {
+        for _ in 0..times {
+            pic.update_call(callee, user(), "ping", Encode!().unwrap()).expect("a ping");
+        }
+    };
+    let pings = || {
+        let reply = pic.query_call(callee, user(), "pings_received", Encode!().unwrap()).expect("a query");
+        Decode!(&reply, u64).unwrap()
+    };
+    ping(2);
+    let stranger = pic.take_canister_snapshot(callee, Some(Principal::anonymous()), None).unwrap_err();
+    assert!(stranger.reject_message.contains("Only controllers"), "{}", stranger.reject_message);
+
+    let snapshot = pic.take_canister_snapshot(callee, Some(user()), None).expect("a snapshot");
+    assert_eq!(&snapshot.id[8..], callee.as_slice(), "its id ends with the canister's");
+    assert!(snapshot.total_size > 0);
+    ping(3);
+    assert_eq!(pings(), 5);
+    pic.load_canister_snapshot(callee, Some(user()), snapshot.id.clone()).expect("it loads");
+    assert_eq!(pings(), 2, "the three pings after the snapshot are gone");
+    ping(1);
+    assert_eq!(pings(), 3, "the loaded canister runs on");
+
+    let listed = pic.list_canister_snapshots(callee, Some(user())).expect("a list");
+    assert_eq!(listed, std::slice::from_ref(&snapshot));
+    pic.delete_canister_snapshot(callee, Some(user()), snapshot.id.clone()).expect("deleted");
+    assert!(pic.list_canister_snapshots(callee, Some(user())).unwrap().is_empty());
+    let gone = pic.load_canister_snapshot(callee, Some(user()), snapshot.id).unwrap_err();
+    assert!(gone.reject_message.contains("Could not find the snapshot"), "{}", gone.reject_message);
 }

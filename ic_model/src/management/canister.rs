@@ -27,6 +27,31 @@ pub struct CanisterInfo {
     pub settings: DefiniteCanisterSettings,
     /// The installed module's size in bytes, as sent (maybe gzipped).
     pub module_size: u64,
+    /// Its snapshots, oldest first.
+    pub snapshots: Vec<SnapshotInfo>,
+    /// The number its next snapshot's id carries.
+    pub next_snapshot: u64,
+}
+
+/// What the model keeps of a snapshot (the engine keeps the module and
+/// memories): what `list_canister_snapshots` shows, and what loading it
+/// puts back of the canister's record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    /// Its id: the number, 8 bytes big-endian, then the canister's id.
+    pub id: Vec<u8>,
+    /// When it was taken, in ns since the epoch.
+    pub taken_at: u64,
+    /// Its size in bytes.
+    pub total_size: u64,
+    /// The module's hash as it was.
+    pub module_hash: Option<Vec<u8>>,
+    /// The module's size as it was.
+    pub module_size: u64,
+    /// The module's metadata as it was.
+    pub metadata: Vec<Metadata>,
+    /// The chunk store as it was.
+    pub chunks: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl CanisterInfo {
@@ -41,6 +66,8 @@ impl CanisterInfo {
             chunks: BTreeMap::new(),
             settings: super::settings::defaults(),
             module_size: 0,
+            snapshots: vec![],
+            next_snapshot: 0,
         }
     }
 }

@@ -20,18 +20,21 @@ mod canister;
 mod only_canisters;
 mod raw_rand;
 pub mod settings;
+mod snapshots;
 
-pub use canister::{CanisterInfo, Metadata};
+pub use canister::{CanisterInfo, Metadata, SnapshotInfo};
 pub(crate) use raw_rand::RawRand;
 pub use raw_rand::value as raw_rand_value;
+pub use snapshots::MAX_SNAPSHOTS_PER_CANISTER;
 
 use candid::{CandidType, Decode, Nat, Principal};
 use ic_error_types::ErrorCode;
 use ic_management_canister_types::{
     CanisterIdRecord, CanisterInstallMode, CanisterLogFilter, CanisterLogRecord, CanisterSettings,
-    CanisterStatusResult, CanisterStatusType, ChunkHash, EnvironmentVariable, FetchCanisterLogsArgs,
-    FetchCanisterLogsResult, InstallChunkedCodeArgs, InstallCodeArgs, LogVisibility, MemoryMetrics,
-    ProvisionalCreateCanisterWithCyclesArgs, QueryStats, UpdateSettingsArgs, UploadChunkArgs,
+    CanisterStatusResult, CanisterStatusType, ChunkHash, DeleteCanisterSnapshotArgs, EnvironmentVariable,
+    FetchCanisterLogsArgs, FetchCanisterLogsResult, InstallChunkedCodeArgs, InstallCodeArgs,
+    LoadCanisterSnapshotArgs, LogVisibility, MemoryMetrics, ProvisionalCreateCanisterWithCyclesArgs,
+    QueryStats, TakeCanisterSnapshotArgs, UpdateSettingsArgs, UploadChunkArgs,
 };
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -216,6 +219,26 @@ fn manage_for_anyone(
             }
             let canister = target(ic, effective, args.canister_id, sender, method)?;
             lifecycle(ic, canister, method)
+        }
+        "take_canister_snapshot" => {
+            let args: TakeCanisterSnapshotArgs = decode(arg, method)?;
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            snapshots::take(ic, canister, args)
+        }
+        "load_canister_snapshot" => {
+            let args: LoadCanisterSnapshotArgs = decode(arg, method)?;
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            snapshots::load(ic, canister, args)
+        }
+        "list_canister_snapshots" => {
+            let args: CanisterIdRecord = decode(arg, method)?;
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            snapshots::list(ic, canister)
+        }
+        "delete_canister_snapshot" => {
+            let args: DeleteCanisterSnapshotArgs = decode(arg, method)?;
+            let canister = target(ic, effective, args.canister_id, sender, method)?;
+            snapshots::delete(ic, canister, args)
         }
         other => Err(unsupported(format!("management method {other}"))),
     }

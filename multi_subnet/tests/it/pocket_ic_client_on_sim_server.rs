@@ -218,9 +218,12 @@ fn pocket_ic_client_on_sim_server_bad_requests_get_errors_and_the_server_keeps_s
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(body.contains("Instance not found"), "{body}");
 
-    let (status, body) = post(&format!("instances/{instance}/update/set_stable_memory"), "{}");
+    let (status, body) = post(&format!("instances/{instance}/update/mock_canister_http_response"), "{}");
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-    assert!(body.contains("/update/set_stable_memory") && body.contains("does not support"), "{body}");
+    assert!(
+        body.contains("/update/mock_canister_http_response") && body.contains("does not support"),
+        "{body}"
+    );
 
     let missing = Principal::from_slice(&[0, 0, 0, 0, 0, 0xff, 0, 0, 1, 1]);
     let refused =

@@ -7,6 +7,7 @@ mod install;
 mod persist;
 mod query;
 mod rollback;
+mod snapshot;
 mod traps;
 
 use candid::Principal;
@@ -25,6 +26,7 @@ use call_context::{CallContext, Callback, Origin};
 pub use install::{InstallMode, Installation};
 pub use persist::SavedCanister;
 use rollback::Installed;
+pub use snapshot::{CanisterSnapshot, SavedCanisterSnapshot};
 pub use traps::TrapRate;
 pub(crate) use traps::{TrapInjector, chance};
 

@@ -135,15 +135,22 @@ impl MemoryImage {
 }
 
 /// An instance's state as a saved simulator keeps it.
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct SavedSnapshot {
     memory: MemoryImage,
     globals: Vec<SavedVal>,
 }
 
+impl SavedSnapshot {
+    /// The bytes of its linear memory.
+    pub fn memory_len(&self) -> usize {
+        self.memory.len
+    }
+}
+
 /// A mutable global's value, floats as their bits. Validation leaves
 /// numbers only: reference-typed globals and SIMD are refused.
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 enum SavedVal {
     I32(i32),
     I64(i64),

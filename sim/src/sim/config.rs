@@ -235,6 +235,7 @@ impl SimBuilder {
             root_key: super::IC_ROOT_KEY.to_vec(),
             executions: 0,
             outside: Default::default(),
+            snapshots: BTreeMap::new(),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! A canister's stable memory read and written whole from outside the
-//! canister, as PocketIC's `get_stable_memory` and `set_stable_memory` do.
+//! A canister's memories from outside the canister: stable memory read and
+//! written whole, as PocketIC's `get_stable_memory` and
+//! `set_stable_memory` do, and snapshots of its module and memories.
 
 use candid::Principal;
 
@@ -31,5 +32,37 @@ impl Sim {
             return Err(SimError::OverBudget(over.to_string()));
         }
         Ok(())
+    }
+}
+
+impl Sim {
+    /// Takes a snapshot of the canister as it is between messages, kept
+    /// under `snapshot_id` (replacing one kept under it); answers its size.
+    /// Who may, and how many each canister keeps, is the model's to check.
+    pub fn take_canister_snapshot(&mut self, id: Principal, snapshot_id: Vec<u8>) -> Result<u64, SimError> {
+        let snapshot = self.canister(id)?.take_snapshot()?;
+        let size = snapshot.size();
+        self.snapshots.insert((id, snapshot_id), snapshot);
+        Ok(size)
+    }
+
+    /// Puts the canister's snapshot `snapshot_id` in place of its module and
+    /// memories (see [`crate::Sim::take_canister_snapshot`]).
+    pub fn load_canister_snapshot(&mut self, id: Principal, snapshot_id: &[u8]) -> Result<(), SimError> {
+        let snapshot = self
+            .snapshots
+            .get(&(id, snapshot_id.to_vec()))
+            .ok_or_else(|| SimError::NoSuchSnapshot { canister: id, snapshot: snapshot_id.to_vec() })?
+            .clone();
+        let engine = self.engine.clone();
+        self.canister_mut(id)?.load_snapshot(&engine, &snapshot)
+    }
+
+    /// Forgets the canister's snapshot `snapshot_id`.
+    pub fn delete_canister_snapshot(&mut self, id: Principal, snapshot_id: &[u8]) -> Result<(), SimError> {
+        self.snapshots
+            .remove(&(id, snapshot_id.to_vec()))
+            .map(|_| ())
+            .ok_or_else(|| SimError::NoSuchSnapshot { canister: id, snapshot: snapshot_id.to_vec() })
     }
 }

@@ -7,7 +7,7 @@ use candid::Principal;
 use std::collections::BTreeMap;
 
 use crate::bench::Traced;
-use crate::canister::{Canister, CanisterStatus, InstallMode, Installation};
+use crate::canister::{Canister, CanisterSnapshot, CanisterStatus, InstallMode, Installation};
 use crate::code::{self, Recorded};
 use crate::host_memory::HostMemory;
 use crate::message::MessageId;
@@ -57,6 +57,8 @@ pub struct Sim {
     pub(crate) executions: u64,
     /// Canisters hosted outside, and the calls to them waiting for answers.
     pub(crate) outside: Outside,
+    /// Snapshots of canisters, by canister and snapshot id.
+    pub(crate) snapshots: BTreeMap<(Principal, Vec<u8>), CanisterSnapshot>,
 }
 
 /// The IC's root key (DER): what the replica gives `ic0.root_key_copy`
@@ -356,6 +358,7 @@ impl Sim {
     /// Removes a canister that has no open call contexts.
     fn remove_canister(&mut self, id: Principal) {
         let mut canister = self.canisters.remove(&id).expect("checked");
+        self.snapshots.retain(|(of, _), _| *of != id);
         let subnet = canister.subnet();
         self.subnets[subnet].canisters.remove(&id);
         for message in canister.uninstall() {
