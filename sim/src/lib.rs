@@ -29,8 +29,8 @@
 //! replica's: a call over 10 MiB traps
 //! in `call_data_append`, one over 2 MiB to another subnet is rejected with
 //! `CANISTER_ERROR`, a reply over 2 MiB traps), no dropping of best-effort
-//! messages under load, no scheduling priorities, heartbeats, composite queries or
-//! management canister calls. `docs/simulator.md` has the details.
+//! messages under load, no scheduling priorities, composite queries or
+//! management canister calls (heartbeats run once a round). `docs/simulator.md` has the details.
 //!
 //! ```
 //! use candid::Principal;

@@ -25,6 +25,7 @@ const TESTS: &[(&str, fn())] = tests![
     nns_ii_and_application_subnets_with_canisters_at_given_ids,
     stable_memory_set_through_the_api_is_what_the_canister_reads,
     a_loaded_snapshot_undoes_what_came_after_it,
+    a_heartbeat_runs_once_a_round,
 ];
 
 fn main() -> ExitCode {
@@ -195,4 +196,23 @@ fn a_loaded_snapshot_undoes_what_came_after_it() {
     assert!(pic.list_canister_snapshots(callee, Some(user())).unwrap().is_empty());
     let gone = pic.load_canister_snapshot(callee, Some(user()), snapshot.id).unwrap_err();
     assert!(gone.reject_message.contains("Could not find the snapshot"), "{}", gone.reject_message);
+}
+
+/// Counts its heartbeats; `beats` answers the count.
+const HEARTBEAT_COUNTER: &str = include_str!("../../sim/tests/fixtures/heartbeat_counter.wat");
+
+/// Each `tick` is a round, and a round runs the heartbeat once.
+fn a_heartbeat_runs_once_a_round() {
+    let pic = PocketIc::new();
+    let canister = pic.create_canister();
+    pic.install_canister(canister, wat::parse_str(HEARTBEAT_COUNTER).unwrap(), vec![], None);
+    let beats = || {
+        let reply = pic.query_call(canister, Principal::anonymous(), "beats", vec![]).expect("a reply");
+        u32::from_le_bytes(reply.try_into().unwrap())
+    };
+    let before = beats();
+    for _ in 0..3 {
+        pic.tick();
+    }
+    assert_eq!(beats(), before + 3);
 }

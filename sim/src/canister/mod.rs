@@ -77,6 +77,8 @@ pub struct Canister {
     traps: Option<TrapInjector>,
     /// Its certified data changed since [`Canister::take_certified_data_change`].
     certified_data_changed: bool,
+    /// The time of the round whose heartbeat ran last: once a round.
+    last_heartbeat: Option<u64>,
 }
 
 impl Canister {
@@ -96,6 +98,7 @@ impl Canister {
             trace: tracing.then(Vec::new),
             traps: None,
             certified_data_changed: false,
+            last_heartbeat: None,
         }
     }
 
@@ -168,7 +171,8 @@ impl Canister {
     /// Executions a turn runs: the queued messages, plus a due timer when
     /// `timers` are looked at.
     pub fn pending(&self, time: u64, timers: bool) -> usize {
-        self.queue.len() + usize::from(timers && self.timer_due(time))
+        let system_tasks = usize::from(self.heartbeat_due(time)) + usize::from(self.timer_due(time));
+        self.queue.len() + if timers { system_tasks } else { 0 }
     }
 
     /// Its wasm memory's size in bytes; 0 without code.
@@ -178,6 +182,14 @@ impl Canister {
 
     fn exports(&self, name: &str) -> bool {
         self.code.as_ref().is_some_and(|c| c.code.module.exports(name))
+    }
+
+    /// A running canister that exports `canister_heartbeat` runs it once
+    /// every round, as the replica schedules it.
+    fn heartbeat_due(&self, time: u64) -> bool {
+        self.status == CanisterStatus::Running
+            && self.last_heartbeat != Some(time)
+            && self.exports("canister_heartbeat")
     }
 
     fn timer_due(&self, time: u64) -> bool {
@@ -193,11 +205,16 @@ impl Canister {
         self.next_id
     }
 
-    /// Executes the due global timer, or else the next message in the queue.
+    /// Executes the round's heartbeat, or else the due global timer, or
+    /// else the next message in the queue.
     pub fn execute_next(&mut self, time: u64, timers: bool) -> Executed {
+        if timers && self.heartbeat_due(time) {
+            self.last_heartbeat = Some(time);
+            return self.execute_system_task(EntryKind::Heartbeat, "canister_heartbeat", time);
+        }
         if timers && self.timer_due(time) {
             self.store.data_mut().global_timer = 0;
-            return self.execute_timer(time);
+            return self.execute_system_task(EntryKind::GlobalTimer, "canister_global_timer", time);
         }
         match self.queue.pop_front() {
             Some(Message::Ingress(m)) => self.execute_ingress(m, time),
@@ -279,12 +296,14 @@ impl Canister {
         Executed { outputs, instructions }
     }
 
-    fn execute_timer(&mut self, time: u64) -> Executed {
+    /// A heartbeat or a global timer: a call context of the system's, which
+    /// expects no reply.
+    fn execute_system_task(&mut self, kind: EntryKind, export: &str, time: u64) -> Executed {
         let id = self.open_call_context(Origin::System, self.id, 0);
-        let context = MessageContext::new(EntryKind::GlobalTimer, self.id, String::new(), vec![], time);
-        let entry = Entry::Export("canister_global_timer".into());
+        let context = MessageContext::new(kind, self.id, String::new(), vec![], time);
+        let entry = Entry::Export(export.into());
         let (mut outputs, trap, instructions) =
-            self.execute_in_context(id, entry, context, "canister_global_timer", false, true);
+            self.execute_in_context(id, entry, context, export, false, true);
         outputs.extend(self.close_if_done(id, trap));
         Executed { outputs, instructions }
     }

@@ -17,6 +17,7 @@ pub(super) const MAY_CALL: Contexts = Contexts::only(&[
     EntryKind::ReplyCallback,
     EntryKind::RejectCallback,
     EntryKind::GlobalTimer,
+    EntryKind::Heartbeat,
 ]);
 
 pub(super) fn register<I: Word>(r: &mut Registry) {

@@ -136,6 +136,7 @@ const REPLICATED: Contexts = Contexts::only(&[
     EntryKind::RejectCallback,
     EntryKind::Cleanup,
     EntryKind::GlobalTimer,
+    EntryKind::Heartbeat,
 ]);
 
 /// Where `cycles_burn128` may burn: the replicated executions.
@@ -147,6 +148,7 @@ const MAY_MINT: Contexts = Contexts::only(&[
     EntryKind::ReplyCallback,
     EntryKind::RejectCallback,
     EntryKind::GlobalTimer,
+    EntryKind::Heartbeat,
 ]);
 
 /// The cycles minting canister's id: only it may mint.

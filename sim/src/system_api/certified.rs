@@ -19,6 +19,7 @@ const MAY_CERTIFY: Contexts = Contexts::only(&[
     EntryKind::ReplyCallback,
     EntryKind::RejectCallback,
     EntryKind::GlobalTimer,
+    EntryKind::Heartbeat,
 ]);
 
 /// Where a certificate can be read: a non-replicated query (NRQ).

@@ -44,6 +44,7 @@ pub enum EntryKind {
     RejectCallback,
     Cleanup,
     GlobalTimer,
+    Heartbeat,
 }
 
 impl EntryKind {
@@ -63,6 +64,7 @@ impl EntryKind {
             EntryKind::RejectCallback => "reject callback",
             EntryKind::Cleanup => "cleanup",
             EntryKind::GlobalTimer => "global timer",
+            EntryKind::Heartbeat => "heartbeat",
         }
     }
 }
@@ -86,6 +88,7 @@ impl EntryKind {
                 | EntryKind::RejectCallback
                 | EntryKind::Cleanup
                 | EntryKind::GlobalTimer
+                | EntryKind::Heartbeat
         )
     }
 }

@@ -149,3 +149,33 @@ fn a_due_timer_and_every_queued_message_run_in_the_same_iteration() {
         "and the 3 queued messages after it, as the replica runs them all in one iteration"
     );
 }
+
+/// Counts its heartbeats; `beats` answers the count.
+const HEARTBEAT_COUNTER: &str = include_str!("../fixtures/heartbeat_counter.wat");
+
+/// As the replica schedules it: `canister_heartbeat` once in every round of
+/// a running canister, none while it is stopped.
+#[test]
+fn a_running_canister_beats_once_a_round_and_a_stopped_one_not_at_all() {
+    let mut sim = Sim::builder().with_subnet().build();
+    let canister = sim.create_canister(0, vec![controller()]).unwrap();
+    sim.install_canister(canister, &wat::parse_str(HEARTBEAT_COUNTER).unwrap(), vec![], controller())
+        .unwrap();
+    let beats = |sim: &mut Sim| {
+        let reply = sim.query_call(canister, controller(), "beats", vec![]).unwrap();
+        u32::from_le_bytes(reply.try_into().unwrap())
+    };
+    assert_eq!(beats(&mut sim), 0, "no round yet");
+    for _ in 0..5 {
+        sim.tick();
+    }
+    assert_eq!(beats(&mut sim), 5);
+    sim.stop_canister(canister).unwrap();
+    for _ in 0..3 {
+        sim.tick();
+    }
+    sim.start_canister(canister).unwrap();
+    assert_eq!(beats(&mut sim), 5, "none while stopping or stopped");
+    sim.tick();
+    assert_eq!(beats(&mut sim), 6);
+}
