@@ -289,13 +289,19 @@ impl<E: Engine> Ic<E> {
         }
     }
 
+    /// Stages and signs the latest state now, at the network's time, as a
+    /// round's end would: PocketIC's `set_certified_time`.
+    pub fn certify(&mut self) {
+        self.stage_changes();
+        self.certified.certify_staged(self.engine.time());
+    }
+
     /// The data certificate a query to `canister` reads: the latest state,
     /// staged and signed now. The model signs only when a query is about
     /// to read the state, which gives the certificate a replica certifying
     /// every round would, for a fraction of the signatures.
     pub fn data_certificate(&mut self, canister: Principal) -> Option<Vec<u8>> {
-        self.stage_changes();
-        self.certified.certify_staged(self.engine.time());
+        self.certify();
         self.certified.data_certificate(canister)
     }
 

@@ -55,7 +55,7 @@ fn both<S: Clone + Send + Sync + 'static>(
 }
 
 fn router(limits: Limits) -> Router {
-    let routes: [(&str, MethodRouter<Arc<Server>>); 23] = [
+    let routes: [(&str, MethodRouter<Arc<Server>>); 24] = [
         ("/instances", get(list).post(create)),
         ("/instances/{id}", axum::routing::delete(delete)),
         ("/instances/{id}/read/topology", get(topology)),
@@ -70,6 +70,7 @@ fn router(limits: Limits) -> Router {
         ("/instances/{id}/update/await_ingress_message", post(await_message)),
         ("/instances/{id}/update/tick", post(tick)),
         ("/instances/{id}/update/set_time", post(set_time)),
+        ("/instances/{id}/update/set_certified_time", post(set_certified_time)),
         ("/instances/{id}/update/add_cycles", post(add_cycles)),
         ("/instances/{id}/read/get_stable_memory", post(get_stable_memory)),
         ("/instances/{id}/update/set_stable_memory", post(set_stable_memory)),
@@ -257,6 +258,21 @@ async fn set_time(State(server): App, Path(id): Path<String>, Body(time): Body<R
         .instances
         .with(instance_id(&id)?, move |i| instance::set_time(i, time.nanos_since_epoch))
         .await??;
+    Ok(Json(()))
+}
+
+/// `set_time`, then the state certified at that time.
+async fn set_certified_time(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(time): Body<RawTime>,
+) -> Answer<()> {
+    let set = move |i: &mut instance::Instance| {
+        instance::set_time(i, time.nanos_since_epoch)?;
+        i.certify();
+        Ok::<_, ApiError>(())
+    };
+    server.instances.with(instance_id(&id)?, set).await??;
     Ok(Json(()))
 }
 

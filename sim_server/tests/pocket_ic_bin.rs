@@ -26,6 +26,7 @@ const TESTS: &[(&str, fn())] = tests![
     stable_memory_set_through_the_api_is_what_the_canister_reads,
     a_loaded_snapshot_undoes_what_came_after_it,
     a_heartbeat_runs_once_a_round,
+    certified_time_is_the_time_set,
 ];
 
 fn main() -> ExitCode {
@@ -215,4 +216,12 @@ fn a_heartbeat_runs_once_a_round() {
         pic.tick();
     }
     assert_eq!(beats(), before + 3);
+}
+
+/// `set_certified_time` moves the time on, as `set_time` does.
+fn certified_time_is_the_time_set() {
+    let pic = PocketIc::new();
+    let later = pic.get_time() + std::time::Duration::from_secs(3600);
+    pic.set_certified_time(later);
+    assert_eq!(pic.get_time(), later);
 }
