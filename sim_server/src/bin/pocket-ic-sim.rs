@@ -51,12 +51,37 @@ struct Args {
     /// End this many seconds after starting, whatever it is doing.
     #[arg(long, value_name = "SECONDS")]
     hard_ttl: Option<u64>,
+
+    /// The pocket-ic client major version whose REST API to present: what
+    /// `--version` prints. The 15.x and 16.x clients' APIs differ only in
+    /// HTTPS outcall mocking, which this server does not serve.
+    #[arg(long, value_name = "MAJOR", env = "POCKET_IC_SIM_REST_API", default_value = "16")]
+    rest_api: RestApi,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RestApi {
+    #[value(name = "15")]
+    V15,
+    #[value(name = "16")]
+    V16,
+}
+
+impl RestApi {
+    /// The PocketIC server version whose REST API this is, as the pocket-ic
+    /// client of that major version checks it.
+    fn server_version(self) -> &'static str {
+        match self {
+            RestApi::V15 => "15.0.0",
+            RestApi::V16 => pocket_ic::LATEST_SERVER_VERSION,
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     if args.version {
-        println!("pocket-ic-server {}", pocket_ic::LATEST_SERVER_VERSION);
+        println!("pocket-ic-server {}", args.rest_api.server_version());
         eprintln!("{}", sim_server::DESCRIPTION);
         return ExitCode::SUCCESS;
     }

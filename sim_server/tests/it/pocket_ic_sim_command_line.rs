@@ -68,6 +68,21 @@ fn version_is_the_rest_api_it_serves_and_stderr_says_what_it_is() {
     assert_eq!(String::from_utf8(stderr).unwrap().trim(), sim_server::DESCRIPTION);
 }
 
+/// A pocket-ic 15 client accepts `>=15.0.0, <16`: the 15 API is asked for
+/// by a flag or in the environment the client passes on.
+#[test]
+fn the_15_api_is_asked_for_by_flag_or_environment() {
+    let version = |command: &mut Command| String::from_utf8(command.output().unwrap().stdout).unwrap();
+    assert_eq!(
+        version(Command::new(BIN).args(["--version", "--rest-api", "15"])),
+        "pocket-ic-server 15.0.0\n"
+    );
+    let from_env = version(Command::new(BIN).arg("--version").env("POCKET_IC_SIM_REST_API", "15"));
+    assert_eq!(from_env, "pocket-ic-server 15.0.0\n");
+    let refused = Command::new(BIN).args(["--version", "--rest-api", "14"]).output().unwrap();
+    assert!(!refused.status.success());
+}
+
 #[test]
 fn a_server_ends_its_ttl_after_its_last_request_and_removes_its_port_file() {
     let (_dir, file) = port_file();
