@@ -96,6 +96,7 @@ impl Store {
     /// Starts an instance's thread; answers its id and topology.
     pub async fn create(&self, config: InstanceConfig) -> Result<(InstanceId, Topology), String> {
         let (host_memory, max_instructions) = (self.host_memory.clone(), self.max_instructions_per_message);
+        // The subnets' kinds are known once the simulator is built, on its thread.
         let (kinds, kinds_made) = std::sync::mpsc::channel();
         let make = move || {
             let (sim, subnet_kinds) = sim_for(&config, &host_memory, max_instructions)?;
