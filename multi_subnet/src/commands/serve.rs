@@ -31,6 +31,15 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1_000_000..=sim::SimConfig::default().max_instructions_per_message))]
     pub max_instructions_per_message: u64,
 
+    /// End after this many seconds without a request (none in flight), as
+    /// PocketIC's server does; by default it serves until stopped.
+    #[arg(long, value_name = "SECONDS")]
+    pub ttl: Option<u64>,
+
+    /// End this many seconds after starting, whatever it is doing.
+    #[arg(long, value_name = "SECONDS")]
+    pub hard_ttl: Option<u64>,
+
     #[command(flatten)]
     pub requests: RequestLimitArgs,
 }
@@ -48,7 +57,10 @@ impl ServeArgs {
             port_file: self.port_file.clone(),
             limits,
             requests: self.requests.limits(sim_server::MAX_BODY_BYTES),
-            lifetime: sim_server::Lifetime::default(),
+            lifetime: sim_server::Lifetime {
+                ttl: self.ttl.map(std::time::Duration::from_secs),
+                hard_ttl: self.hard_ttl.map(std::time::Duration::from_secs),
+            },
         };
         let served = sim_server::serve_forever(options, |address| {
             use std::io::Write;

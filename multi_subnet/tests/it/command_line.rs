@@ -150,6 +150,26 @@ fn servers_stop_on_sigint_and_sigterm_and_remove_their_files() {
     load.into_iter().for_each(|thread| thread.join().unwrap());
 }
 
+/// `serve --ttl`: a server nobody talks to ends by itself and removes its
+/// port file, as `pocket-ic-sim` and PocketIC's server do.
+#[test]
+fn serve_with_a_ttl_ends_by_itself() {
+    use wait_timeout::ChildExt;
+    let dir = tempfile::tempdir().unwrap();
+    let port_file = dir.path().join("port");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
+        .args(["serve", "--ttl", "1", "--port-file", port_file.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = server.wait_timeout(Duration::from_secs(60)).unwrap().unwrap_or_else(|| {
+        let _ = server.kill();
+        panic!("serve --ttl 1 still runs after 60 s")
+    });
+    assert!(status.success(), "{status}");
+    assert!(!port_file.exists(), "it removes its port file");
+}
+
 #[test]
 fn the_mainnet_profile_needs_the_simulator_and_its_options_need_the_profile() {
     let url = ["--engine", "pocket-ic", "--pocket-ic-url", "http://127.0.0.1:9/"];
