@@ -48,29 +48,42 @@ impl SavedSim {
     pub const FORMAT: u32 = 7;
 }
 
+/// The modules a saved simulator keeps, each once (canisters that run the
+/// same module, and their snapshots, share it), by metering and bytes.
+#[derive(Default)]
+struct ModuleNumbers<'s> {
+    modules: Vec<SavedModule>,
+    numbered: BTreeMap<(Metering, &'s [u8]), usize>,
+}
+
+impl<'s> ModuleNumbers<'s> {
+    fn number(&mut self, module: &'s CompiledModule) -> usize {
+        let modules = &mut self.modules;
+        *self.numbered.entry((module.metering(), module.wasm())).or_insert_with(|| {
+            modules.push(SavedModule { wasm: module.wasm().to_vec(), metering: module.metering() });
+            modules.len() - 1
+        })
+    }
+}
+
 impl Sim {
     /// Everything needed to resume this simulator between ticks/messages.
     pub fn save(&self) -> Result<SavedSim, SaveError> {
-        let mut modules = vec![];
-        let mut numbered = BTreeMap::new();
-        let mut number = |module: &CompiledModule| {
-            *numbered.entry((module.metering(), module.wasm().to_vec())).or_insert_with(|| {
-                let wasm = module.wasm().to_vec();
-                modules.push(SavedModule { wasm, metering: module.metering() });
-                modules.len() - 1
-            })
-        };
-        let canisters =
-            self.canisters.values().map(|canister| canister.save(&mut number)).collect::<Result<_, _>>()?;
+        let mut numbers = ModuleNumbers::default();
+        let canisters = self
+            .canisters
+            .values()
+            .map(|canister| canister.save(|module| numbers.number(module)))
+            .collect::<Result<_, _>>()?;
         let snapshots = self
             .snapshots
             .iter()
-            .map(|((canister, id), snapshot)| (*canister, id.clone(), snapshot.save(&mut number)))
+            .map(|((canister, id), snapshot)| (*canister, id.clone(), snapshot.save(|m| numbers.number(m))))
             .collect();
         Ok(SavedSim {
             config: self.config,
             subnets: self.subnets.clone(),
-            modules,
+            modules: numbers.modules,
             canisters,
             ingress: self.ingress.clone(),
             next_message: self.next_message,

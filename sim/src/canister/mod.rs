@@ -171,8 +171,8 @@ impl Canister {
     /// Executions a turn runs: the queued messages, plus a due timer when
     /// `timers` are looked at.
     pub fn pending(&self, time: u64, timers: bool) -> usize {
-        let system_tasks = usize::from(self.heartbeat_due(time)) + usize::from(self.timer_due(time));
-        self.queue.len() + if timers { system_tasks } else { 0 }
+        let system_tasks = || usize::from(self.heartbeat_due(time)) + usize::from(self.timer_due(time));
+        self.queue.len() + if timers { system_tasks() } else { 0 }
     }
 
     /// Its wasm memory's size in bytes; 0 without code.

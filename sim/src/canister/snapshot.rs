@@ -43,7 +43,12 @@ impl CanisterSnapshot {
         (code + self.stable.len()) as u64
     }
 
-    pub fn save(&self, module_index: impl FnOnce(&CompiledModule) -> usize) -> SavedCanisterSnapshot {
+    /// The snapshot as a saved simulator keeps it; `module_index` numbers
+    /// its module.
+    pub fn save<'a>(
+        &'a self,
+        module_index: impl FnOnce(&'a CompiledModule) -> usize,
+    ) -> SavedCanisterSnapshot {
         SavedCanisterSnapshot {
             code: self.code.as_ref().map(|(module, instance)| (module_index(module), instance.clone())),
             stable: self.stable.clone(),
