@@ -4,7 +4,7 @@
 //! in Motoko (`examples/motoko`), built by the Motoko compiler.
 
 use anyhow::{Context, Result, bail};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use wasmparser::{Parser, Payload};
 
@@ -32,17 +32,23 @@ pub fn proxy() -> Result<Vec<u8>> {
 }
 
 /// `examples/motoko/<name>.mo` (`caller` or `callee`) as the Motoko
-/// compiler builds it by default, a wasm64 module: moc from npm's
-/// `motoko`, which `scripts/setup.sh` installs, run with node.
+/// compiler builds it by default: see [`motoko_source`].
 pub fn motoko(name: &str) -> Result<Vec<u8>> {
+    motoko_source(&workspace_root().join("examples/motoko").join(format!("{name}.mo")))
+}
+
+/// The Motoko canister at `source` as the Motoko compiler builds it by
+/// default, a wasm64 module: moc from npm's `motoko`, which
+/// `scripts/setup.sh` installs, run with node.
+pub fn motoko_source(source: &Path) -> Result<Vec<u8>> {
     let root = workspace_root();
-    let source = root.join("examples/motoko").join(format!("{name}.mo"));
+    let name = source.file_stem().context("a Motoko source file")?.to_string_lossy();
     let out_dir = wasm_target_dir().join("motoko");
     std::fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let out = out_dir.join(format!("{name}.wasm"));
     let output = Command::new("node")
         .arg(root.join("examples/motoko/build.js"))
-        .arg(&source)
+        .arg(source)
         .arg(&out)
         .env("NODE_PATH", root.join(".tools/node_modules"))
         .output()

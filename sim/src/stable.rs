@@ -23,6 +23,18 @@ pub struct StableMemory {
     /// (offset, overwritten bytes) since the last checkpoint, oldest first.
     undo: Vec<(u64, Vec<u8>)>,
     pages_at_checkpoint: u64,
+    /// Writes below this many pages are logged: the size at the checkpoint
+    /// or at the largest [`Mark`] since (bytes above are truncated away).
+    logged_pages: u64,
+}
+
+/// A point after the last checkpoint that [`StableMemory::rollback_to`]
+/// returns to, for an execution inside a composite query's evaluation,
+/// which keeps what the ones before it wrote.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    undo: usize,
+    pages: u64,
 }
 
 impl StableMemory {
@@ -30,7 +42,7 @@ impl StableMemory {
     /// not part of a saved state.
     pub fn from_bytes(bytes: Vec<u8>) -> Self {
         let pages_at_checkpoint = bytes.len() as u64 / PAGE_SIZE;
-        Self { bytes, undo: vec![], pages_at_checkpoint }
+        Self { bytes, undo: vec![], pages_at_checkpoint, logged_pages: pages_at_checkpoint }
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -72,10 +84,11 @@ impl StableMemory {
 
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), OutOfBounds> {
         let range = self.range(offset, data.len() as u64)?;
-        // Bytes beyond the checkpoint's size are dropped by truncation instead.
-        let checkpoint_end = (self.pages_at_checkpoint * PAGE_SIZE) as usize;
-        if range.start < checkpoint_end {
-            let end = range.end.min(checkpoint_end);
+        // Bytes beyond the checkpoint's (or a mark's) size are dropped by
+        // truncation instead.
+        let logged_end = (self.logged_pages * PAGE_SIZE) as usize;
+        if range.start < logged_end {
+            let end = range.end.min(logged_end);
             self.undo.push((offset, self.bytes[range.start..end].to_vec()));
         }
         self.bytes[range].copy_from_slice(data);
@@ -86,14 +99,27 @@ impl StableMemory {
     pub fn checkpoint(&mut self) {
         self.undo.clear();
         self.pages_at_checkpoint = self.pages();
+        self.logged_pages = self.pages_at_checkpoint;
     }
 
     /// Returns to the last checkpoint.
     pub fn rollback(&mut self) {
-        for (offset, old) in self.undo.drain(..).rev() {
+        self.rollback_to(Mark { undo: 0, pages: self.pages_at_checkpoint });
+    }
+
+    /// The current contents, as a point to roll back to without losing
+    /// what was written since the checkpoint.
+    pub fn mark(&mut self) -> Mark {
+        self.logged_pages = self.logged_pages.max(self.pages());
+        Mark { undo: self.undo.len(), pages: self.pages() }
+    }
+
+    /// Returns to `mark`; a later rollback still returns to the checkpoint.
+    pub fn rollback_to(&mut self, mark: Mark) {
+        for (offset, old) in self.undo.drain(mark.undo..).rev() {
             self.bytes[offset as usize..offset as usize + old.len()].copy_from_slice(&old);
         }
-        self.bytes.truncate((self.pages_at_checkpoint * PAGE_SIZE) as usize);
+        self.bytes.truncate((mark.pages * PAGE_SIZE) as usize);
     }
 }
 
@@ -115,6 +141,25 @@ mod tests {
         assert_eq!(s.pages(), 1);
         assert_eq!(s.read(8, 8).unwrap(), b"\0\0kept\0\0");
         assert_eq!(s.read(PAGE_SIZE - 2, 2).unwrap(), b"\0\0");
+    }
+
+    #[test]
+    fn a_rollback_to_a_mark_keeps_what_came_before_it() {
+        let mut s = StableMemory::default();
+        assert_eq!(s.grow(1), 0);
+        s.checkpoint();
+        s.write(0, b"first").unwrap();
+        assert_eq!(s.grow(1), 1);
+        s.write(PAGE_SIZE, b"grown").unwrap();
+        let mark = s.mark();
+        s.write(0, b"later").unwrap();
+        s.write(PAGE_SIZE, b"again").unwrap();
+        assert_eq!(s.grow(1), 2);
+        s.rollback_to(mark);
+        assert_eq!((s.pages(), s.read(0, 5).unwrap()), (2, b"first".to_vec()));
+        assert_eq!(s.read(PAGE_SIZE, 5).unwrap(), b"grown");
+        s.rollback();
+        assert_eq!((s.pages(), s.read(0, 5).unwrap()), (1, vec![0; 5]));
     }
 
     #[test]

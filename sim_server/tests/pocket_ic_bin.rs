@@ -26,6 +26,7 @@ const TESTS: &[(&str, fn())] = tests![
     stable_memory_set_through_the_api_is_what_the_canister_reads,
     a_loaded_snapshot_undoes_what_came_after_it,
     a_heartbeat_runs_once_a_round,
+    a_composite_query_calls_queries_on_its_own_subnet_only,
     certified_time_is_the_time_set,
 ];
 
@@ -216,6 +217,34 @@ fn a_heartbeat_runs_once_a_round() {
         pic.tick();
     }
     assert_eq!(beats(), before + 3);
+}
+
+/// `sum(hops)`, `inc` and `get`: see the fixture.
+const COMPOSITE_SUM: &str = include_str!("../../sim/tests/fixtures/composite_sum.wat");
+
+/// Through the client's `query_call`: a composite query sums counters on
+/// its subnet, a canister on another subnet is not found, and an update
+/// call to a composite query is refused, each as the replica answers.
+fn a_composite_query_calls_queries_on_its_own_subnet_only() {
+    let pic = PocketIcBuilder::new().with_application_subnet().with_application_subnet().build();
+    let subnets = pic.topology().get_app_subnets();
+    let counter = |subnet, count| {
+        let canister = pic.create_canister_on_subnet(None, None, subnet);
+        pic.add_cycles(canister, 10_000_000_000_000);
+        pic.install_canister(canister, wat::parse_str(COMPOSITE_SUM).unwrap(), vec![], None);
+        for _ in 0..count {
+            pic.update_call(canister, user(), "inc", vec![]).expect("counted");
+        }
+        canister
+    };
+    let (a, b, elsewhere) = (counter(subnets[0], 1), counter(subnets[0], 2), counter(subnets[1], 3));
+    let sum = |hop: Principal| pic.query_call(a, user(), "sum", hop.as_slice().to_vec());
+    let reply = sum(b).expect("a sum");
+    assert_eq!(u64::from_le_bytes(reply.try_into().unwrap()), (1 + 1) + (2 + 1));
+    let refused = sum(elsewhere).unwrap_err();
+    assert_eq!(refused.reject_message, format!("3: Canister {elsewhere} not found"));
+    let refused = pic.update_call(a, user(), "sum", vec![]).unwrap_err();
+    assert_eq!(refused.error_code, pocket_ic::ErrorCode::CompositeQueryCalledInReplicatedMode);
 }
 
 /// `set_certified_time` moves the time on, as `set_time` does.

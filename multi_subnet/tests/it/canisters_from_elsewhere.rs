@@ -186,3 +186,36 @@ fn the_motoko_twin_makes_90_calls_each_way_across_two_subnets() {
     assert_eq!((sequential, parallel), (90, 90));
     assert!(sequential_rounds > 90 && parallel_rounds < 5, "{sequential_rounds} vs {parallel_rounds} rounds");
 }
+
+/// A composite query that Motoko compiled (`await` on other canisters'
+/// queries in a `composite query func`) runs: its own count changed in the
+/// evaluation is seen after every call and gone after the query, and a
+/// counter on another subnet cannot be called.
+#[test]
+fn a_motoko_composite_query_adds_up_counters_on_its_subnet() {
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/composite_counter.mo");
+    let wasm = canister_wasm::elsewhere::motoko_source(&source).expect("moc builds it");
+    let mut sim = Sim::builder().with_subnet().with_subnet().build();
+    let controller = Principal::anonymous();
+    let counters: Vec<_> = [(0, 1), (0, 2), (0, 3), (1, 4)]
+        .into_iter()
+        .map(|(subnet, count)| {
+            let id = sim.create_canister(subnet, vec![controller]).unwrap();
+            sim.install_canister(id, &wasm, Encode!().unwrap(), controller).unwrap();
+            for _ in 0..count {
+                sim.update_call(id, controller, "inc", Encode!().unwrap()).unwrap();
+            }
+            id
+        })
+        .collect();
+    let sum = |sim: &mut Sim, others: &[Principal]| {
+        let reply = sim.query_call(counters[0], controller, "sum", Encode!(&others).unwrap())?;
+        Ok::<_, sim::Reject>(Decode!(&reply, candid::Nat).unwrap())
+    };
+    // (1 + 1) + 2 + 3 + (1 + 1): the first count, the others, the count again.
+    assert_eq!(sum(&mut sim, &counters[1..3]), Ok(candid::Nat::from(9u32)));
+    let count = sim.query_call(counters[0], controller, "get", Encode!().unwrap()).unwrap();
+    assert_eq!(Decode!(&count, candid::Nat).unwrap(), candid::Nat::from(1u32));
+    let refused = sum(&mut sim, &counters[3..]).unwrap_err();
+    assert!(refused.message.contains(&format!("Canister {} not found", counters[3])), "{}", refused.message);
+}

@@ -3,6 +3,7 @@
 //! A trap rolls the message back; a call context answers exactly once.
 
 mod call_context;
+mod composite;
 mod install;
 mod persist;
 mod query;
@@ -23,9 +24,11 @@ use crate::message::{
 use crate::stats::CanisterStats;
 use crate::system_api::{self, EntryKind, MessageContext, SystemState};
 use call_context::{CallContext, Callback, Origin};
+use composite::Evaluation;
+pub use composite::{QueryCall, QueryStep};
 pub use install::{InstallMode, Installation};
 pub use persist::SavedCanister;
-use rollback::Installed;
+use rollback::{Installed, Keeping};
 pub use snapshot::{CanisterSnapshot, SavedCanisterSnapshot};
 pub use traps::TrapRate;
 pub(crate) use traps::{TrapInjector, chance};
@@ -79,6 +82,8 @@ pub struct Canister {
     certified_data_changed: bool,
     /// The time of the round whose heartbeat ran last: once a round.
     last_heartbeat: Option<u64>,
+    /// A composite query's call context, while its evaluation runs.
+    evaluation: Option<Evaluation>,
 }
 
 impl Canister {
@@ -99,6 +104,7 @@ impl Canister {
             traps: None,
             certified_data_changed: false,
             last_heartbeat: None,
+            evaluation: None,
         }
     }
 
@@ -236,6 +242,10 @@ impl Canister {
             CanisterStatus::Running if self.code.is_none() => {
                 (ErrorCode::CanisterWasmModuleNotFound, format!("Canister {} has no wasm module", self.id))
             }
+            CanisterStatus::Running if self.exports(&format!("canister_composite_query {method}")) => (
+                ErrorCode::CompositeQueryCalledInReplicatedMode,
+                "Composite query cannot be called in replicated mode".into(),
+            ),
             CanisterStatus::Running
                 if !self.exports(&format!("canister_update {method}"))
                     && !self.exports(&format!("canister_query {method}")) =>
@@ -282,16 +292,16 @@ impl Canister {
             return Executed { outputs: self.close_if_done(id, Some(trap)), instructions: 0 };
         }
         let update = format!("canister_update {method}");
-        let (entry, keep) = if self.exports(&update) {
-            (Entry::Export(update), true)
+        let (entry, keeping) = if self.exports(&update) {
+            (Entry::Export(update), Keeping::Commit)
         } else {
             // A query method, run in replicated mode: it answers, and
             // nothing else it did is kept.
             context.kind = EntryKind::ReplicatedQuery;
-            (Entry::Export(format!("canister_query {method}")), false)
+            (Entry::Export(format!("canister_query {method}")), Keeping::Discard)
         };
         let (mut outputs, trap, instructions) =
-            self.execute_in_context(id, entry, context, method, false, keep);
+            self.execute_in_context(id, entry, context, method, false, keeping);
         outputs.extend(self.close_if_done(id, trap));
         Executed { outputs, instructions }
     }
@@ -303,7 +313,7 @@ impl Canister {
         let context = MessageContext::new(kind, self.id, String::new(), vec![], time);
         let entry = Entry::Export(export.into());
         let (mut outputs, trap, instructions) =
-            self.execute_in_context(id, entry, context, export, false, true);
+            self.execute_in_context(id, entry, context, export, false, Keeping::Commit);
         outputs.extend(self.close_if_done(id, trap));
         Executed { outputs, instructions }
     }
@@ -339,8 +349,14 @@ impl Canister {
         context.cycles_refunded = r.refund;
         context.may_reply = may_reply;
         context.deadline = deadline_ns(callback.deadline);
-        let (mut outputs, trap, mut instructions) =
-            self.execute_in_context(id, Entry::Callback { fun, env }, context, "callback", true, true);
+        let (mut outputs, trap, mut instructions) = self.execute_in_context(
+            id,
+            Entry::Callback { fun, env },
+            context,
+            "callback",
+            true,
+            Keeping::Commit,
+        );
         self.refund_prepayment(&callback, response_bytes, instructions);
         if let (Some(_), Some((fun, env))) = (&trap, callback.cleanup) {
             let context = MessageContext::new(EntryKind::Cleanup, caller, String::new(), vec![], time);
@@ -359,8 +375,9 @@ impl Canister {
     /// Runs one entry point in call context `id` and commits it, unless it
     /// trapped. Returns the outputs, the reject a trap leaves for the call
     /// context, and the instructions used. A callback's execution was
-    /// prepaid with its call (`prepaid`); anything else prepays here. Without
-    /// `keep`, its memories are left as they were (its answer still goes).
+    /// prepaid with its call (`prepaid`); anything else prepays here.
+    /// `keeping` says whether its memories keep what it did (its answer
+    /// goes in any case).
     fn execute_in_context(
         &mut self,
         id: CallContextId,
@@ -368,7 +385,7 @@ impl Canister {
         mut context: MessageContext,
         label: &str,
         prepaid: bool,
-        keep: bool,
+        keeping: Keeping,
     ) -> (Vec<Output>, Option<Reject>, u64) {
         let call_context = &self.call_contexts[&id];
         context.call_context_instructions = call_context.instructions;
@@ -377,7 +394,7 @@ impl Canister {
             context.prepayment = MESSAGE_PREPAYMENT.min(self.store.data().balance);
         }
         let time = context.time;
-        let ran = self.run_keeping(entry, context, keep);
+        let ran = self.run_keeping(entry, context, keeping);
         self.stats.record(label, ran.instructions, ran.outcome.is_err());
         self.call_contexts.get_mut(&id).expect("open").instructions += ran.instructions;
         let (outputs, trap) = match ran.outcome {

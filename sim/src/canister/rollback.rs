@@ -67,12 +67,24 @@ pub(super) struct Ran {
     pub(super) instructions: u64,
 }
 
+/// What becomes of what an execution did to its canister's memories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Keeping {
+    /// Kept, unless it trapped: updates, callbacks, hooks.
+    Commit,
+    /// Undone in any case (queries, inspection); its effects are returned
+    /// to be read.
+    Discard,
+    /// Kept, unless it trapped, until the composite query evaluation it
+    /// belongs to ends and undoes them all (see `composite`).
+    UntilEvaluationEnds,
+}
+
 impl Canister {
     /// Runs `entry` in `context`. On a trap its effects are dropped, linear
-    /// memory and globals replayed (see [`Installed`]) and stable memory
-    /// undone. With `keep` false everything is undone in any case (queries,
-    /// inspection), from a copy; the effects are returned to be read.
-    pub(super) fn run_keeping(&mut self, entry: Entry, mut context: MessageContext, keep: bool) -> Ran {
+    /// memory and globals replayed (see [`Installed`]) or put back from a
+    /// copy, and stable memory undone; otherwise `keeping` says what stays.
+    pub(super) fn run_keeping(&mut self, entry: Entry, mut context: MessageContext, keeping: Keeping) -> Ran {
         let Some(installed) = self.code.as_mut() else {
             let trap = CanisterTrap::new(
                 ErrorCode::CanisterWasmModuleNotFound,
@@ -80,24 +92,35 @@ impl Canister {
             );
             return Ran { outcome: Err(trap), instructions: 0 };
         };
-        let discard_from = (!keep).then(|| installed.code.snapshot(&self.store));
+        let copy = (keeping != Keeping::Commit).then(|| installed.code.snapshot(&self.store));
         let bumps_version = context.kind.bumps_canister_version();
         let state = self.store.data_mut();
-        state.stable.checkpoint();
-        state.tape = keep.then(Vec::new);
-        let limit = state.limits.max_instructions_per_message;
+        let mark = match keeping {
+            Keeping::UntilEvaluationEnds => Some(state.stable.mark()),
+            Keeping::Commit | Keeping::Discard => {
+                state.stable.checkpoint();
+                None
+            }
+        };
+        state.tape = (keeping == Keeping::Commit).then(Vec::new);
+        let limit = state.limits.max_instructions_per_message.min(context.instruction_limit);
         context.instruction_limit = limit;
         state.exec = Some(Execution { context, effects: Effects::default() });
         let (instructions, trap) = installed.code.run(&mut self.store, &entry, limit);
         let state = self.store.data_mut();
         let effects = state.exec.take().expect("set above").effects;
         let tape = state.tape.take();
-        if trap.is_some() || !keep {
-            state.stable.rollback();
+        let undo = trap.is_some() || keeping == Keeping::Discard;
+        if undo {
+            match mark {
+                Some(mark) => state.stable.rollback_to(mark),
+                None => state.stable.rollback(),
+            }
             state.settle_stable();
         }
-        match (discard_from, tape) {
-            (Some(snapshot), _) => installed.code.restore(&mut self.store, &snapshot),
+        match (copy, tape) {
+            (Some(copy), _) if undo => installed.code.restore(&mut self.store, &copy),
+            (Some(_), _) => {}
             (None, _) if trap.is_some() => installed.roll_back(&mut self.store),
             (None, tape) => {
                 let recorded = Recorded { entry, tape: tape.expect("recorded when kept"), order: 0 };
@@ -114,7 +137,7 @@ impl Canister {
     }
 
     pub(super) fn run(&mut self, entry: Entry, context: MessageContext) -> Ran {
-        self.run_keeping(entry, context, true)
+        self.run_keeping(entry, context, Keeping::Commit)
     }
 
     /// Applies everything a successful execution did outside its memories.

@@ -88,23 +88,4 @@ impl Sim {
     ) -> Result<Vec<u8>, Reject> {
         self.query_call_certified(id, sender, method, arg, None)
     }
-
-    /// Runs a query that reads `data_certificate` (CBOR, the subnet's
-    /// certificate of the canister's certified data) through
-    /// `ic0.data_certificate_copy`; nothing it does is kept.
-    pub fn query_call_certified(
-        &mut self,
-        id: Principal,
-        sender: Principal,
-        method: &str,
-        arg: Vec<u8>,
-        data_certificate: Option<Vec<u8>>,
-    ) -> Result<Vec<u8>, Reject> {
-        let time = self.time;
-        let canister = self.canisters.get_mut(&id).ok_or_else(|| not_found(id))?;
-        match canister.query(sender, method, arg, time, data_certificate) {
-            Payload::Reply(data) => Ok(data),
-            Payload::Reject(reject) => Err(reject),
-        }
-    }
 }

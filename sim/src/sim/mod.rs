@@ -19,6 +19,7 @@ mod faults;
 mod ingress;
 mod memory;
 mod outside;
+mod query_graph;
 mod routing;
 mod scheduler;
 
@@ -30,6 +31,9 @@ pub use faults::{Action, Event, Faults, Stall, Traps};
 pub(crate) use ingress::IngressState;
 pub(crate) use outside::Outside;
 pub use outside::OutsideCall;
+pub use query_graph::{
+    INSTRUCTION_OVERHEAD_PER_QUERY_CALL, MAX_QUERY_CALL_DEPTH, MAX_QUERY_CALL_GRAPH_INSTRUCTIONS,
+};
 pub(crate) use routing::Subnet;
 pub use routing::{IDS_PER_SUBNET, IdRanges, canister_id, canister_number};
 

@@ -11,8 +11,21 @@ use super::memory::{read, read_string, u128_of};
 use super::message_state::NewCall;
 use super::{EntryKind, Execution, PerformedCall, SystemState, outside_a_message, trap};
 
-/// The entry kinds that may make calls.
-pub(super) const MAY_CALL: Contexts = Contexts::only(&[
+/// The entry kinds that may make calls (U CQ Ry Rt CRy CRt T).
+const MAY_CALL: Contexts = Contexts::only(&[
+    EntryKind::Update,
+    EntryKind::ReplyCallback,
+    EntryKind::RejectCallback,
+    EntryKind::GlobalTimer,
+    EntryKind::Heartbeat,
+    EntryKind::CompositeQuery,
+    EntryKind::CompositeReplyCallback,
+    EntryKind::CompositeRejectCallback,
+]);
+
+/// The entry kinds that may attach cycles to a call (U Ry Rt T): a
+/// composite query's calls carry none.
+pub(super) const MAY_ATTACH_CYCLES: Contexts = Contexts::only(&[
     EntryKind::Update,
     EntryKind::ReplyCallback,
     EntryKind::RejectCallback,
@@ -78,7 +91,7 @@ pub(super) fn register<I: Word>(r: &mut Registry) {
             None => trap("call_with_best_effort_response called without call_new"),
         }
     });
-    def!(r, "call_cycles_add128", |c: Ctx<'_>, high: i64, low: i64| -> Result<(), Error> {
+    def!(r, "call_cycles_add128" in MAY_ATTACH_CYCLES, |c: Ctx<'_>, high: i64, low: i64| -> Result<(), Error> {
         add_cycles(c.data_mut(), u128_of(high, low))
     });
     def!(r, "call_perform", |c: Ctx<'_>| -> Result<i32, Error> { call_perform(c.data_mut()) });

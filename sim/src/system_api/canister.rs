@@ -35,7 +35,7 @@ pub(super) fn register<I: Word>(r: &mut Registry) {
         Ok(i32::from(c.data().controllers.contains(&principal)))
     });
     def!(r, "in_replicated_execution", |c: Ctx<'_>| -> Result<i32, Error> {
-        Ok(i32::from(c.data_mut().exec()?.context.kind != EntryKind::Query))
+        Ok(i32::from(c.data_mut().exec()?.context.kind.is_replicated()))
     });
 
     def!(r, "root_key_size" in REPLICATED, |c: Ctx<'_>| -> I { I::of_len(c.data().network.root_key.len()) });
@@ -109,7 +109,7 @@ pub(super) fn register_wasm32_only(r: &mut Registry) {
     def!(r, "canister_cycle_balance", |c: Ctx<'_>| -> Result<i64, Error> {
         fits_64_bits(c.data().balance_seen())
     });
-    def!(r, "call_cycles_add" in super::calls::MAY_CALL, |c: Ctx<'_>, amount: i64| -> Result<(), Error> {
+    def!(r, "call_cycles_add" in super::calls::MAY_ATTACH_CYCLES, |c: Ctx<'_>, amount: i64| -> Result<(), Error> {
         super::calls::add_cycles(c.data_mut(), u128::from(amount as u64))
     });
 }

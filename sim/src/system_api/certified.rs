@@ -22,8 +22,9 @@ const MAY_CERTIFY: Contexts = Contexts::only(&[
     EntryKind::Heartbeat,
 ]);
 
-/// Where a certificate can be read: a non-replicated query (NRQ).
-const MAY_READ_CERTIFICATE: Contexts = Contexts::only(&[EntryKind::Query]);
+/// Where a certificate can be read: a non-replicated query or a composite
+/// query (NRQ CQ).
+const MAY_READ_CERTIFICATE: Contexts = Contexts::only(&[EntryKind::Query, EntryKind::CompositeQuery]);
 
 pub(super) fn register<I: Word>(r: &mut Registry) {
     def!(r, "certified_data_set" in MAY_CERTIFY, |c: Ctx<'_>, src: I, size: I| -> Result<(), Error> {

@@ -16,20 +16,20 @@ use crate::module::{GROW_IMPORT, MEMORY_EXPORT, WasmError};
 #[derive(Clone, Copy, Debug)]
 pub struct Contexts {
     /// One bit per [`EntryKind`].
-    kinds: u16,
+    kinds: u32,
     /// What a call from another kind traps with, if not the usual message.
     refusal: Option<&'static str>,
 }
 
 impl Contexts {
     /// Any entry kind, and outside a message too: nothing to check.
-    pub const ANY: Self = Self { kinds: u16::MAX, refusal: None };
+    pub const ANY: Self = Self { kinds: u32::MAX, refusal: None };
 
     pub const fn only(kinds: &[EntryKind]) -> Self {
         let mut bits = 0;
         let mut i = 0;
         while i < kinds.len() {
-            bits |= 1 << kinds[i] as u16;
+            bits |= 1 << kinds[i] as u32;
             i += 1;
         }
         Self { kinds: bits, refusal: None }
@@ -49,7 +49,7 @@ impl Contexts {
         };
         let kind = exec.context.kind;
         match self.refusal {
-            _ if self.kinds & (1 << kind as u16) != 0 => Ok(()),
+            _ if self.kinds & (1 << kind as u32) != 0 => Ok(()),
             Some(message) => trap(message),
             None => wrong_mode(name, kind),
         }

@@ -45,6 +45,12 @@ pub enum EntryKind {
     Cleanup,
     GlobalTimer,
     Heartbeat,
+    /// `canister_composite_query <name>`: a non-replicated query that may
+    /// call other canisters' queries on its subnet.
+    CompositeQuery,
+    CompositeReplyCallback,
+    CompositeRejectCallback,
+    CompositeCleanup,
 }
 
 impl EntryKind {
@@ -65,6 +71,10 @@ impl EntryKind {
             EntryKind::Cleanup => "cleanup",
             EntryKind::GlobalTimer => "global timer",
             EntryKind::Heartbeat => "heartbeat",
+            EntryKind::CompositeQuery => "composite query",
+            EntryKind::CompositeReplyCallback => "composite reply callback",
+            EntryKind::CompositeRejectCallback => "composite reject callback",
+            EntryKind::CompositeCleanup => "composite cleanup",
         }
     }
 }
@@ -91,6 +101,19 @@ impl EntryKind {
                 | EntryKind::Heartbeat
         )
     }
+
+    /// Whether it runs on every node and its result goes through consensus
+    /// (`ic0.in_replicated_execution`): all but queries answered by one node.
+    pub fn is_replicated(self) -> bool {
+        !matches!(
+            self,
+            EntryKind::Query
+                | EntryKind::CompositeQuery
+                | EntryKind::CompositeReplyCallback
+                | EntryKind::CompositeRejectCallback
+                | EntryKind::CompositeCleanup
+        )
+    }
 }
 
 /// What a message execution reads: fixed when it starts.
@@ -113,8 +136,8 @@ pub struct MessageContext {
     pub time: u64,
     /// Instructions of the call context before this message.
     pub call_context_instructions: u64,
-    /// Instructions the message may use: set when it starts, from the
-    /// canister's limits.
+    /// Instructions the message may use: at most this, lowered to the
+    /// canister's limit when it starts.
     pub instruction_limit: u64,
     /// The deadline of a bounded-wait call (ns since the epoch) in its
     /// callee's method and its caller's callbacks; 0 for any other.
@@ -139,13 +162,16 @@ impl MessageContext {
                     | EntryKind::Query
                     | EntryKind::ReplyCallback
                     | EntryKind::RejectCallback
+                    | EntryKind::CompositeQuery
+                    | EntryKind::CompositeReplyCallback
+                    | EntryKind::CompositeRejectCallback
             ),
             cycles_available: 0,
             cycles_refunded: 0,
             prepayment: 0,
             time,
             call_context_instructions: 0,
-            instruction_limit: 0,
+            instruction_limit: u64::MAX,
             deadline: 0,
             data_certificate: None,
         }

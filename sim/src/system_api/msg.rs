@@ -14,6 +14,7 @@ const CALLER_INFO: Contexts = Contexts::only(&[
     EntryKind::Update,
     EntryKind::ReplicatedQuery,
     EntryKind::Query,
+    EntryKind::CompositeQuery,
     EntryKind::ReplyCallback,
     EntryKind::RejectCallback,
     EntryKind::Cleanup,
@@ -142,8 +143,5 @@ pub(super) fn register<I: Word>(r: &mut Registry) {
 /// (`rs/types/src/messages.rs`), for anything replicated; queries may
 /// answer 3 MiB.
 fn max_reply_bytes(kind: EntryKind) -> usize {
-    match kind {
-        EntryKind::Query => 3 << 20,
-        _ => 2 << 20,
-    }
+    if kind.is_replicated() { 2 << 20 } else { 3 << 20 }
 }

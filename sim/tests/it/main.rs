@@ -4,6 +4,7 @@
 mod common;
 
 mod bounded;
+mod composite_queries;
 mod faults;
 mod fuzz_modules;
 mod hostile;
