@@ -8,6 +8,7 @@ use candid::Principal;
 use ic_management_canister_types::{CanisterLogRecord, CanisterSettings};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::collections::BTreeSet;
 
 use crate::{CanisterCall, Reject, SubnetRanges};
 
@@ -169,6 +170,9 @@ pub trait Engine {
     fn take_certified_data_changes(&mut self) -> Vec<Principal>;
     /// The root key (DER) canisters are told to verify certificates with.
     fn set_root_key(&mut self, der: Vec<u8>);
+    /// The chain keys the network holds, by name, which canisters see in
+    /// the `ic0.cost_sign_with_*` functions.
+    fn set_chain_keys(&mut self, names: BTreeSet<String>);
     /// Executes one round on every subnet.
     fn execute_round(&mut self);
     /// From now on the engine routes calls to `canister` through `subnet`

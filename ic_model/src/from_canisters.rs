@@ -17,50 +17,7 @@ use crate::{CanisterCall, Effective, Engine, Ic, Interface, Keys, Reject};
 /// (u32) and name, then the candid argument. It replies with 0 and the
 /// reply, or the reject code and message; in both cases after the cycles
 /// refunded (u128).
-const FORWARDER: &str = r#"(module
-  (import "ic0" "msg_arg_data_size" (func $arg_size (result i32)))
-  (import "ic0" "msg_arg_data_copy" (func $arg_copy (param i32 i32 i32)))
-  (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
-  (import "ic0" "msg_reply" (func $reply))
-  (import "ic0" "msg_reject_code" (func $reject_code (result i32)))
-  (import "ic0" "msg_reject_msg_size" (func $reject_msg_size (result i32)))
-  (import "ic0" "msg_reject_msg_copy" (func $reject_msg_copy (param i32 i32 i32)))
-  (import "ic0" "msg_cycles_refunded128" (func $refunded (param i32)))
-  (import "ic0" "call_new" (func $call_new (param i32 i32 i32 i32 i32 i32 i32 i32)))
-  (import "ic0" "call_data_append" (func $call_data_append (param i32 i32)))
-  (import "ic0" "call_cycles_add128" (func $cycles_add (param i64 i64)))
-  (import "ic0" "call_perform" (func $call_perform (result i32)))
-  (memory 2)
-  (table 2 funcref)
-  (elem (i32.const 0) $on_reply $on_reject)
-  (func (export "canister_update call") (local $size i32) (local $name i32)
-    (local.set $size (call $arg_size))
-    (call $arg_copy (i32.const 0) (i32.const 0) (local.get $size))
-    (local.set $name (i32.load (i32.const 8)))
-    ;; The callee: the empty principal, aaaaa-aa.
-    (call $call_new (i32.const 0) (i32.const 0) (i32.const 12) (local.get $name)
-      (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 0))
-    (call $call_data_append
-      (i32.add (i32.const 12) (local.get $name))
-      (i32.sub (local.get $size) (i32.add (i32.const 12) (local.get $name))))
-    (call $cycles_add (i64.const 0) (i64.load (i32.const 0)))
-    (drop (call $call_perform)))
-  (func $on_reply (param i32) (local $size i32)
-    (i32.store8 (i32.const 65536) (i32.const 0))
-    (call $refunded (i32.const 65537))
-    (call $append (i32.const 65536) (i32.const 17))
-    (local.set $size (call $arg_size))
-    (call $arg_copy (i32.const 0) (i32.const 0) (local.get $size))
-    (call $append (i32.const 0) (local.get $size))
-    (call $reply))
-  (func $on_reject (param i32) (local $size i32)
-    (i32.store8 (i32.const 65536) (call $reject_code))
-    (call $refunded (i32.const 65537))
-    (call $append (i32.const 65536) (i32.const 17))
-    (local.set $size (call $reject_msg_size))
-    (call $reject_msg_copy (i32.const 0) (i32.const 0) (local.get $size))
-    (call $append (i32.const 0) (local.get $size))
-    (call $reply)))"#;
+const FORWARDER: &str = include_str!("../../sim/tests/fixtures/management_forwarder.wat");
 
 /// What the forwarder saw: the reply, or the reject code and message.
 #[derive(Debug, PartialEq, Eq)]
@@ -270,4 +227,285 @@ fn create_canister_is_paid_with_the_cycles_attached_and_the_caller_controls_it()
     // Ingress may not: nothing pays for it.
     let refused = run(&mut ic, Principal::management_canister(), "create_canister", create).0;
     assert_eq!(refused.unwrap_err().message, "Only canisters can call ic00 method create_canister");
+}
+
+mod chain_keys {
+    //! Threshold signatures as a canister asks for them: PocketIC's keys,
+    //! signatures that standard libraries verify, and the replica's rejects.
+
+    use ic_management_canister_types::{
+        Bip341, EcdsaCurve, EcdsaKeyId, EcdsaPublicKeyArgs, EcdsaPublicKeyResult, SchnorrAlgorithm,
+        SchnorrAux, SchnorrKeyId, SchnorrPublicKeyArgs, SchnorrPublicKeyResult, SignWithEcdsaArgs,
+        SignWithEcdsaResult, SignWithSchnorrArgs, SignWithSchnorrResult,
+    };
+    use k256::elliptic_curve::PrimeField;
+    use k256::elliptic_curve::sec1::ToEncodedPoint;
+    use sha2::{Digest, Sha256};
+
+    use super::*;
+    use crate::management::ChainKeys;
+    use crate::management::chain_keys::SIGNATURE_FEE;
+
+    const MESSAGE: &[u8; 32] = b"Hello, world!===================";
+
+    fn path() -> Vec<Vec<u8>> {
+        vec![b"my message".to_vec()]
+    }
+
+    /// A network holding every key, and a forwarder on its second subnet.
+    fn signer() -> (Ic<Sim>, Principal) {
+        let mut ic = network(3);
+        ic.hold_chain_keys(ChainKeys::all());
+        let canister = forwarder(&mut ic, 1);
+        (ic, canister)
+    }
+
+    fn ecdsa_key(name: &str) -> EcdsaKeyId {
+        EcdsaKeyId { curve: EcdsaCurve::Secp256k1, name: name.into() }
+    }
+
+    fn schnorr_key(algorithm: SchnorrAlgorithm, name: &str) -> SchnorrKeyId {
+        SchnorrKeyId { algorithm, name: name.into() }
+    }
+
+    fn answer<T: candid::CandidType + for<'a> serde::Deserialize<'a>>(seen: Seen) -> T {
+        Decode!(&seen.answer.unwrap_or_else(|e| panic!("rejected: {e:?}")), T).unwrap()
+    }
+
+    #[test]
+    fn ecdsa_keys_are_pocket_ics_and_their_signatures_verify() {
+        use ic_secp256k1::PocketIcMasterPublicKeyId as Master;
+        use k256::ecdsa::signature::hazmat::PrehashVerifier;
+        use k256::ecdsa::{Signature, VerifyingKey};
+
+        let (mut ic, canister) = signer();
+        let hash: Vec<u8> = Sha256::digest(b"Hello, world!").to_vec();
+        for (name, master) in [
+            ("key_1", Master::EcdsaKey1),
+            ("test_key_1", Master::EcdsaTestKey1),
+            ("dfx_test_key", Master::EcdsaDfxTestKey),
+        ] {
+            let args =
+                EcdsaPublicKeyArgs { canister_id: None, derivation_path: path(), key_id: ecdsa_key(name) };
+            let (seen, _) = forward(&mut ic, canister, "ecdsa_public_key", Encode!(&args).unwrap(), 0);
+            let key: EcdsaPublicKeyResult = answer(seen);
+            let (pocket_ic, chain_code) =
+                ic_secp256k1::PublicKey::derive_pocketic_key(master, &canister, &path());
+            assert_eq!(
+                (key.public_key.clone(), key.chain_code),
+                (pocket_ic.serialize_sec1(true), chain_code.to_vec())
+            );
+
+            let args = SignWithEcdsaArgs {
+                message_hash: hash.clone(),
+                derivation_path: path(),
+                key_id: ecdsa_key(name),
+            };
+            let attached = SIGNATURE_FEE as u64 + 1_000;
+            let (seen, rounds) =
+                forward(&mut ic, canister, "sign_with_ecdsa", Encode!(&args).unwrap(), attached);
+            assert_eq!(seen.refunded, 1_000, "the fee is kept, the rest comes back");
+            assert!(rounds >= 2, "answered after the round it was asked in");
+            let signed: SignWithEcdsaResult = answer(seen);
+            let verifying = VerifyingKey::from_sec1_bytes(&key.public_key).unwrap();
+            let signature = Signature::try_from(signed.signature.as_slice()).unwrap();
+            verifying.verify_prehash(&hash, &signature).expect("k256 verifies it");
+        }
+        // A restored network holds the same keys.
+        let mut restored = Ic::<Sim>::restore(&ic.save().unwrap()().unwrap()).unwrap();
+        let args =
+            EcdsaPublicKeyArgs { canister_id: None, derivation_path: path(), key_id: ecdsa_key("key_1") };
+        let (seen, _) = forward(&mut restored, canister, "ecdsa_public_key", Encode!(&args).unwrap(), 0);
+        assert!(seen.answer.is_ok(), "{:?}", seen.answer);
+    }
+
+    /// BIP341's tweak of the x-only key `xonly` with `merkle_root`, for
+    /// Taproot key-path signatures: `P + H_TapTweak(P || root)·G`.
+    fn taproot_tweaked(xonly: &[u8], merkle_root: &[u8]) -> Vec<u8> {
+        let tag = Sha256::digest(b"TapTweak");
+        let tweak = Sha256::new()
+            .chain_update(tag)
+            .chain_update(tag)
+            .chain_update(xonly)
+            .chain_update(merkle_root)
+            .finalize();
+        let tweak = k256::Scalar::from_repr(tweak).unwrap();
+        let even = k256::PublicKey::from_sec1_bytes(&[&[2u8][..], xonly].concat()).unwrap();
+        let tweaked = (even.to_projective() + k256::ProjectivePoint::GENERATOR * tweak).to_affine();
+        tweaked.to_encoded_point(true).as_bytes()[1..].to_vec()
+    }
+
+    #[test]
+    fn schnorr_keys_are_pocket_ics_and_bip340_taproot_and_ed25519_signatures_verify() {
+        let (mut ic, canister) = signer();
+        let root = b"Hello, aux!=====================".to_vec();
+        for name in KEY_NAMES_FOR_TESTS {
+            for algorithm in [SchnorrAlgorithm::Bip340secp256k1, SchnorrAlgorithm::Ed25519] {
+                let key_id = schnorr_key(algorithm, name);
+                let args = SchnorrPublicKeyArgs {
+                    canister_id: None,
+                    derivation_path: path(),
+                    key_id: key_id.clone(),
+                };
+                let (seen, _) = forward(&mut ic, canister, "schnorr_public_key", Encode!(&args).unwrap(), 0);
+                let key: SchnorrPublicKeyResult = answer(seen);
+                assert_eq!(key.public_key, pocket_ic_schnorr_key(algorithm, name, canister));
+                let auxes = match algorithm {
+                    SchnorrAlgorithm::Bip340secp256k1 => vec![None, Some(root.clone())],
+                    SchnorrAlgorithm::Ed25519 => vec![None],
+                };
+                for merkle_root in auxes {
+                    let args = SignWithSchnorrArgs {
+                        message: MESSAGE.to_vec(),
+                        derivation_path: path(),
+                        key_id: key_id.clone(),
+                        aux: merkle_root
+                            .clone()
+                            .map(|merkle_root_hash| SchnorrAux::Bip341(Bip341 { merkle_root_hash })),
+                    };
+                    let attached = SIGNATURE_FEE as u64;
+                    let (seen, _) =
+                        forward(&mut ic, canister, "sign_with_schnorr", Encode!(&args).unwrap(), attached);
+                    let signature = answer::<SignWithSchnorrResult>(seen).signature;
+                    match algorithm {
+                        SchnorrAlgorithm::Bip340secp256k1 => {
+                            use k256::schnorr::signature::hazmat::PrehashVerifier;
+                            let xonly = &key.public_key[1..];
+                            let signer = match &merkle_root {
+                                None => xonly.to_vec(),
+                                Some(root) => taproot_tweaked(xonly, root),
+                            };
+                            let verifying = k256::schnorr::VerifyingKey::from_bytes(&signer).unwrap();
+                            let signature = k256::schnorr::Signature::try_from(signature.as_slice()).unwrap();
+                            verifying.verify_prehash(MESSAGE, &signature).expect("k256 verifies it");
+                        }
+                        SchnorrAlgorithm::Ed25519 => {
+                            use ed25519_dalek::Verifier;
+                            let verifying = ed25519_dalek::VerifyingKey::from_bytes(
+                                &key.public_key.clone().try_into().unwrap(),
+                            )
+                            .unwrap();
+                            let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
+                            verifying.verify(MESSAGE, &signature).expect("ed25519-dalek verifies it");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    const KEY_NAMES_FOR_TESTS: [&str; 3] = ["key_1", "test_key_1", "dfx_test_key"];
+
+    /// The key PocketIC gives `canister` for [`path`], as DFINITY's crates derive it.
+    fn pocket_ic_schnorr_key(algorithm: SchnorrAlgorithm, name: &str, canister: Principal) -> Vec<u8> {
+        use ic_ed25519::PocketIcMasterPublicKeyId as Ed25519;
+        use ic_secp256k1::PocketIcMasterPublicKeyId as Secp256k1;
+        let id = canister;
+        match algorithm {
+            SchnorrAlgorithm::Bip340secp256k1 => {
+                let master = match name {
+                    "key_1" => Secp256k1::SchnorrKey1,
+                    "test_key_1" => Secp256k1::SchnorrTestKey1,
+                    _ => Secp256k1::SchnorrDfxTestKey,
+                };
+                ic_secp256k1::PublicKey::derive_pocketic_key(master, &id, &path()).0.serialize_sec1(true)
+            }
+            SchnorrAlgorithm::Ed25519 => {
+                let master = match name {
+                    "key_1" => Ed25519::Key1,
+                    "test_key_1" => Ed25519::TestKey1,
+                    _ => Ed25519::DfxTestKey,
+                };
+                ic_ed25519::PublicKey::derive_pocketic_key(master, &id, &path()).0.serialize_raw().to_vec()
+            }
+        }
+    }
+
+    #[test]
+    fn each_bad_request_gets_the_replicas_reject() {
+        let (mut ic, canister) = signer();
+        let mut refused = |method: &str, arg: Vec<u8>, cycles: u64| {
+            let (seen, _) = forward(&mut ic, canister, method, arg, cycles);
+            assert_eq!(seen.refunded, u128::from(cycles), "{method}: nothing is kept");
+            seen.answer.unwrap_err()
+        };
+        let hash = |len| vec![7u8; len];
+        let sign = |key: &str, len| {
+            Encode!(&SignWithEcdsaArgs {
+                message_hash: hash(len),
+                derivation_path: path(),
+                key_id: ecdsa_key(key)
+            })
+            .unwrap()
+        };
+        let fee = SIGNATURE_FEE as u64;
+        assert_eq!(
+            refused("sign_with_ecdsa", sign("test_key_1", 31), fee),
+            (4, "message_hash must be 32 bytes".into())
+        );
+        let (code, message) = refused("sign_with_ecdsa", sign("test_key_1", 32), fee - 1);
+        assert_eq!(
+            (code, message),
+            (
+                4,
+                format!(
+                    "sign_with_ecdsa request sent with {} cycles, but {fee} cycles are required.",
+                    fee - 1
+                )
+            )
+        );
+        let (code, message) = refused("sign_with_ecdsa", sign("no_such_key", 32), fee);
+        assert_eq!(code, 3, "DESTINATION_INVALID: no subnet holds it");
+        assert!(
+            message.starts_with(
+                "Unable to route management canister request sign_with_ecdsa: ChainKeyError(\"Requested unknown or disabled threshold key: ecdsa:Secp256k1:no_such_key, existing enabled keys: [ecdsa:Secp256k1:dfx_test_key,"
+            ),
+            "{message}"
+        );
+        let aux = |algorithm, len| {
+            let aux = Some(SchnorrAux::Bip341(Bip341 { merkle_root_hash: vec![0; len] }));
+            let args = SignWithSchnorrArgs {
+                message: vec![],
+                derivation_path: path(),
+                key_id: schnorr_key(algorithm, "dfx_test_key"),
+                aux,
+            };
+            Encode!(&args).unwrap()
+        };
+        let ed25519 = refused("sign_with_schnorr", aux(SchnorrAlgorithm::Ed25519, 32), fee);
+        assert_eq!(ed25519, (4, "Schnorr algorithm Ed25519 does not support aux input".into()));
+        let bip340 = refused("sign_with_schnorr", aux(SchnorrAlgorithm::Bip340secp256k1, 8), fee);
+        assert_eq!(bip340, (4, "Invalid aux field for Bip340Secp256k1".into()));
+
+        let long = EcdsaPublicKeyArgs {
+            canister_id: None,
+            derivation_path: vec![vec![]; 256],
+            key_id: ecdsa_key("key_1"),
+        };
+        let (_, message) = refused("ecdsa_public_key", Encode!(&long).unwrap(), 0);
+        assert!(message.ends_with("a derivation path has at most 255 elements, this one 256"), "{message}");
+
+        // Only canisters may ask, as on the replica.
+        let ingress =
+            run(&mut ic, Principal::management_canister(), "sign_with_ecdsa", sign("test_key_1", 32));
+        assert_eq!(ingress.0.unwrap_err().message, "Only canisters can call ic00 method sign_with_ecdsa");
+    }
+
+    #[test]
+    fn a_network_that_holds_no_keys_says_so_as_pocket_ic_does() {
+        let mut ic = network(3);
+        let canister = forwarder(&mut ic, 0);
+        let args = EcdsaPublicKeyArgs {
+            canister_id: None,
+            derivation_path: path(),
+            key_id: ecdsa_key("dfx_test_key"),
+        };
+        let (seen, _) = forward(&mut ic, canister, "ecdsa_public_key", Encode!(&args).unwrap(), 0);
+        let (_, message) = seen.answer.unwrap_err();
+        assert!(
+            message
+                .contains("Requested unknown threshold key: ecdsa:Secp256k1:dfx_test_key, existing keys: []"),
+            "{message}"
+        );
+    }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::effective::{Effective, NoSubnet};
 use crate::engine::{CallsInFlight, Engine};
 use crate::ingress::Ingress;
-use crate::management::{self, CanisterInfo, RawRand};
+use crate::management::{self, CanisterInfo, ChainKeys, RawRand};
 use crate::system_canisters::{self, Host, SystemCanisters};
 use crate::{CanisterState, CertifiedState, Keys, Reject, SubnetRanges};
 
@@ -51,6 +51,8 @@ pub struct IcState {
     /// The seed of the management canister's `raw_rand`, and how many
     /// values it has drawn.
     pub(crate) raw_rand: RawRand,
+    /// The chain keys its subnets hold (none unless set).
+    pub(crate) chain_keys: ChainKeys,
 }
 
 /// The IC over the engine `E`.
@@ -73,6 +75,7 @@ impl<E: Engine> Ic<E> {
             system: system_canisters.then(SystemCanisters::new),
             ingress: Ingress::default(),
             raw_rand: RawRand::new(keys.seed()),
+            chain_keys: ChainKeys::default(),
         };
         Self::resume(engine, keys, state)
     }
@@ -82,6 +85,7 @@ impl<E: Engine> Ic<E> {
     pub fn resume(mut engine: E, keys: Keys, state: IcState) -> Self {
         let certified = CertifiedState::new(keys, &ranges(&engine, state.system.is_some()), engine.time());
         engine.set_root_key(certified.root_key_der());
+        engine.set_chain_keys(state.chain_keys.names());
         // A canister's calls to the management canister: on every subnet.
         let management = Principal::management_canister();
         engine
@@ -132,6 +136,13 @@ impl<E: Engine> Ic<E> {
             subnets: subnets.collect(),
             calls_in_flight: self.engine.calls_in_flight(),
         }
+    }
+
+    /// From now on the network holds `keys`: PocketIC's II subnet holds
+    /// `key_1`, its test-keys subnet `test_key_1` and `dfx_test_key`.
+    pub fn hold_chain_keys(&mut self, keys: ChainKeys) {
+        self.engine.set_chain_keys(keys.names());
+        self.state.chain_keys = keys;
     }
 
     /// The canister's stable memory, all its pages, as PocketIC's
@@ -394,5 +405,9 @@ impl<E: Engine> management::Host for Ic<E> {
 
     fn next_raw_rand(&mut self) -> [u8; 32] {
         self.state.raw_rand.next()
+    }
+
+    fn chain_keys(&self) -> &ChainKeys {
+        &self.state.chain_keys
     }
 }

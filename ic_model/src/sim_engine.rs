@@ -6,7 +6,7 @@ use candid::Principal;
 use ic_error_types::ErrorCode;
 use ic_management_canister_types::{CanisterLogRecord, CanisterSettings};
 use sim::{Sim, SimError, canister_id};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::engine::{CallToModel, CallsInFlight, Engine, EngineStatus};
 use crate::{CanisterCall, Ic, Keys, Reject, SubnetRanges};
@@ -15,9 +15,10 @@ use crate::{CanisterCall, Ic, Keys, Reject, SubnetRanges};
 pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm); not the replica";
 
 /// The IC over a new simulator `sim`, its state signed with `keys`, with
-/// the system canisters at their mainnet ids: a local network, as icp-cli
-/// and dfx expect one. The cycles minting canister's id lies in the first
-/// subnet's range, so `sim` must not have assigned it.
+/// the system canisters at their mainnet ids and every chain key PocketIC
+/// offers (`dfx_test_key`, `test_key_1`, `key_1`): a local network, as
+/// icp-cli and dfx expect one. The cycles minting canister's id lies in the
+/// first subnet's range, so `sim` must not have assigned it.
 pub fn network(mut sim: Sim, keys: Keys) -> Result<Ic<Sim>, String> {
     // The ICP ledger's and the cycles minting canister's ids lie in the
     // first subnet's range.
@@ -29,7 +30,9 @@ pub fn network(mut sim: Sim, keys: Keys) -> Result<Ic<Sim>, String> {
         ));
     }
     sim.reserve_canister_ids(0, RESERVED_IDS).map_err(|e| e.to_string())?;
-    Ok(Ic::new(sim, keys, true))
+    let mut network = Ic::new(sim, keys, true);
+    network.hold_chain_keys(crate::management::ChainKeys::all());
+    Ok(network)
 }
 
 /// The first subnet assigns no id below this one to a user's canister:
@@ -276,6 +279,10 @@ impl Engine for Sim {
 
     fn set_root_key(&mut self, der: Vec<u8>) {
         Sim::set_root_key(self, der);
+    }
+
+    fn set_chain_keys(&mut self, names: BTreeSet<String>) {
+        Sim::set_chain_keys(self, names);
     }
 
     fn execute_round(&mut self) {

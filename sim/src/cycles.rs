@@ -21,6 +21,10 @@ pub const MAX_INSTRUCTIONS_PER_MESSAGE: u64 = 40_000_000_000;
 pub const SUBNET_SIZE: u128 = 13;
 /// Creating a canister (`canister_creation_fee`).
 pub const CANISTER_CREATION_FEE: u128 = 500_000_000_000;
+
+/// A threshold signature or vetKD key on a 13-node subnet: the replica's
+/// `ECDSA_SIGNATURE_FEE`, `SCHNORR_SIGNATURE_FEE` and `VETKD_FEE`.
+pub const THRESHOLD_SIGNATURE_FEE: u128 = 10_000_000_000;
 /// An HTTPS outcall (`http_request_*_fee`, `cost_http_request`): a base,
 /// a per-node base, and per byte of request and of the largest response,
 /// times the subnet's nodes.

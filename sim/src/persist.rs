@@ -130,6 +130,7 @@ impl SimBuilder {
             faults: saved.faults,
             tracing: self.tracing,
             root_key: saved.root_key,
+            chain_keys: Default::default(),
             executions: 0,
             outside: saved.outside,
             snapshots: BTreeMap::new(),

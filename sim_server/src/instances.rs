@@ -100,8 +100,10 @@ impl Store {
         let (kinds, kinds_made) = std::sync::mpsc::channel();
         let make = move || {
             let (sim, subnet_kinds) = sim_for(&config, &host_memory, max_instructions)?;
+            let mut instance = instance::new(sim);
+            instance.hold_chain_keys(subnets::chain_keys(subnet_kinds.values()));
             let _ = kinds.send(subnet_kinds);
-            Ok::<_, String>(instance::new(sim))
+            Ok::<_, String>(instance)
         };
         let engine = EngineThread::spawn("the simulator", make)
             .map_err(|e| format!("cannot start an instance thread: {e}"))?;

@@ -6,6 +6,7 @@
 //! takes them.
 
 use candid::Principal;
+use ic_model::management::ChainKeys;
 use pocket_ic::common::rest::{ExtendedSubnetConfigSet, SubnetKind, SubnetSpec};
 use sim::{IDS_PER_SUBNET, IdRanges, canister_number};
 use std::ops::RangeInclusive;
@@ -59,6 +60,17 @@ pub fn plan(set: &ExtendedSubnetConfigSet) -> Result<Vec<Planned>, String> {
             Planned { kind, ids }
         })
         .collect())
+}
+
+/// The chain keys subnets of `kinds` hold, as PocketIC's do: the II
+/// subnet `key_1`, the test-keys subnet `test_key_1` and `dfx_test_key`.
+pub fn chain_keys<'a>(kinds: impl IntoIterator<Item = &'a SubnetKind>) -> ChainKeys {
+    let names = kinds.into_iter().flat_map(|kind| match kind {
+        SubnetKind::II => &["key_1"][..],
+        SubnetKind::TestThresholdKeys => &["test_key_1", "dfx_test_key"][..],
+        _ => &[][..],
+    });
+    ChainKeys::new(names.copied())
 }
 
 fn unsupported(what: &str) -> String {

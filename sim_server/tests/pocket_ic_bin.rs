@@ -27,6 +27,7 @@ const TESTS: &[(&str, fn())] = tests![
     a_loaded_snapshot_undoes_what_came_after_it,
     a_heartbeat_runs_once_a_round,
     a_composite_query_calls_queries_on_its_own_subnet_only,
+    the_ii_and_test_keys_subnets_sign_with_pocket_ics_keys,
     certified_time_is_the_time_set,
 ];
 
@@ -245,6 +246,99 @@ fn a_composite_query_calls_queries_on_its_own_subnet_only() {
     assert_eq!(refused.reject_message, format!("3: Canister {elsewhere} not found"));
     let refused = pic.update_call(a, user(), "sum", vec![]).unwrap_err();
     assert_eq!(refused.error_code, pocket_ic::ErrorCode::CompositeQueryCalledInReplicatedMode);
+}
+
+/// Forwards a call to the management canister with cycles attached; see the fixture.
+const MANAGEMENT_FORWARDER: &str = include_str!("../../sim/tests/fixtures/management_forwarder.wat");
+
+/// `canister`'s call to the management canister through the forwarder:
+/// the reply, or the reject code and message.
+fn forwarded(
+    pic: &PocketIc,
+    canister: Principal,
+    method: &str,
+    arg: Vec<u8>,
+    cycles: u64,
+) -> Result<Vec<u8>, (u8, String)> {
+    let mut call = cycles.to_le_bytes().to_vec();
+    call.extend((method.len() as u32).to_le_bytes());
+    call.extend(method.as_bytes());
+    call.extend(arg);
+    let seen = pic.update_call(canister, user(), "call", call).expect("the forwarder replies");
+    match seen[0] {
+        0 => Ok(seen[17..].to_vec()),
+        code => Err((code, String::from_utf8_lossy(&seen[17..]).into_owned())),
+    }
+}
+
+/// As PocketIC's own test of it: the II subnet holds `key_1`, the
+/// test-keys subnet `test_key_1` and `dfx_test_key`; a canister on an
+/// application subnet gets PocketIC's public keys and signatures k256
+/// verifies; an instance without those subnets holds no key.
+fn the_ii_and_test_keys_subnets_sign_with_pocket_ics_keys() {
+    use ic_management_canister_types::{
+        EcdsaCurve, EcdsaKeyId, EcdsaPublicKeyArgs, EcdsaPublicKeyResult, SignWithEcdsaArgs,
+        SignWithEcdsaResult,
+    };
+    use ic_secp256k1::PocketIcMasterPublicKeyId as Master;
+    use k256::ecdsa::signature::hazmat::PrehashVerifier;
+
+    let key_id = |name: &str| EcdsaKeyId { curve: EcdsaCurve::Secp256k1, name: name.into() };
+    let path = vec![b"my message".to_vec()];
+    let signer = |pic: &PocketIc| {
+        let app = pic.topology().get_app_subnets()[0];
+        let canister = pic.create_canister_on_subnet(None, None, app);
+        pic.add_cycles(canister, 100_000_000_000_000);
+        pic.install_canister(canister, wat::parse_str(MANAGEMENT_FORWARDER).unwrap(), vec![], None);
+        canister
+    };
+
+    let pic = PocketIcBuilder::new()
+        .with_ii_subnet()
+        .with_test_threshold_keys_subnet()
+        .with_application_subnet()
+        .build();
+    let canister = signer(&pic);
+    let hash = [9u8; 32].to_vec();
+    for (name, master) in [
+        ("key_1", Master::EcdsaKey1),
+        ("test_key_1", Master::EcdsaTestKey1),
+        ("dfx_test_key", Master::EcdsaDfxTestKey),
+    ] {
+        let args =
+            EcdsaPublicKeyArgs { canister_id: None, derivation_path: path.clone(), key_id: key_id(name) };
+        let reply = forwarded(&pic, canister, "ecdsa_public_key", Encode!(&args).unwrap(), 0).expect("a key");
+        let key = Decode!(&reply, EcdsaPublicKeyResult).unwrap();
+        let (expected, chain_code) = ic_secp256k1::PublicKey::derive_pocketic_key(master, &canister, &path);
+        assert_eq!(
+            (key.public_key.clone(), key.chain_code),
+            (expected.serialize_sec1(true), chain_code.to_vec()),
+            "{name}"
+        );
+        let args = SignWithEcdsaArgs {
+            message_hash: hash.clone(),
+            derivation_path: path.clone(),
+            key_id: key_id(name),
+        };
+        let reply = forwarded(&pic, canister, "sign_with_ecdsa", Encode!(&args).unwrap(), 10_000_000_000)
+            .expect("signed");
+        let signature = Decode!(&reply, SignWithEcdsaResult).unwrap().signature;
+        let verifying = k256::ecdsa::VerifyingKey::from_sec1_bytes(&key.public_key).unwrap();
+        let signature = k256::ecdsa::Signature::try_from(signature.as_slice()).unwrap();
+        verifying.verify_prehash(&hash, &signature).expect("k256 verifies it");
+    }
+
+    let without = PocketIc::new();
+    let canister = signer(&without);
+    let args =
+        EcdsaPublicKeyArgs { canister_id: None, derivation_path: path, key_id: key_id("dfx_test_key") };
+    let (code, message) =
+        forwarded(&without, canister, "ecdsa_public_key", Encode!(&args).unwrap(), 0).unwrap_err();
+    assert_eq!(code, 3);
+    assert!(
+        message.contains("Requested unknown threshold key: ecdsa:Secp256k1:dfx_test_key, existing keys: []"),
+        "{message}"
+    );
 }
 
 /// `set_certified_time` moves the time on, as `set_time` does.

@@ -9,7 +9,8 @@
 //! Canisters call the same methods users do, the caller being the sender,
 //! on their own subnet (the management canister is on every subnet), and
 //! those only canisters may call: `create_canister` (paid with the cycles
-//! attached), `deposit_cycles` (the cycles attached) and `raw_rand`. As on
+//! attached), `deposit_cycles` (the cycles attached), `raw_rand` and the
+//! threshold signatures ([`chain_keys`]). As on
 //! the replica, an ingress message to one of those three is refused
 //! ("Only canisters can call ic00 method ..."); and as on PocketIC, a
 //! canister may call `provisional_create_canister_with_cycles` (on its own
@@ -17,12 +18,14 @@
 //! [`unsupported`], from a user or a canister alike.
 
 mod canister;
+pub mod chain_keys;
 mod only_canisters;
 mod raw_rand;
 pub mod settings;
 mod snapshots;
 
 pub use canister::{CanisterInfo, Metadata, SnapshotInfo};
+pub use chain_keys::ChainKeys;
 pub(crate) use raw_rand::RawRand;
 pub use raw_rand::value as raw_rand_value;
 pub use snapshots::MAX_SNAPSHOTS_PER_CANISTER;
@@ -73,6 +76,8 @@ pub trait Host {
     /// The next value of the network's `raw_rand`: the n-th one drawn is
     /// [`raw_rand_value`]`(seed, n)`, of the network's seed.
     fn next_raw_rand(&mut self) -> [u8; 32];
+    /// The chain keys the network holds.
+    fn chain_keys(&self) -> &chain_keys::ChainKeys;
 }
 
 /// A method or argument this model of the IC does not implement.

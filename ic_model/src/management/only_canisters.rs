@@ -1,6 +1,7 @@
 //! The management canister's methods that only canisters may call, as the
 //! replica's ingress filter says (an ingress message carries no cycles to
-//! pay or deposit with): `create_canister`, `deposit_cycles`, `raw_rand`.
+//! pay or deposit with): `create_canister`, `deposit_cycles`, `raw_rand`,
+//! and the chain key methods ([`super::chain_keys`]).
 
 use candid::{Nat, Principal};
 use ic_error_types::ErrorCode;
@@ -8,11 +9,11 @@ use ic_management_canister_types::{
     CanisterIdRecord, CanisterSettings, CreateCanisterArgs, ProvisionalCreateCanisterWithCyclesArgs,
 };
 
-use super::{CANISTER_CREATION_FEE, CallResult, Host, Origin, create, decode, manage, reply};
+use super::{CANISTER_CREATION_FEE, CallResult, Host, Origin, chain_keys, create, decode, manage, reply};
 use crate::Reject;
 use crate::engine::Engine;
 
-/// The methods only canisters may call.
+/// The methods only canisters may call, besides the chain key methods.
 const METHODS: [&str; 3] = ["create_canister", "deposit_cycles", "raw_rand"];
 
 /// A call to the management canister from canister `caller` on `subnet`,
@@ -38,13 +39,16 @@ pub(super) fn call(
     method: &str,
     arg: &[u8],
 ) -> Option<(CallResult, u128)> {
-    if !METHODS.contains(&method) {
+    if !METHODS.contains(&method) && !chain_keys::METHODS.contains(&method) {
         return None;
     }
     let Origin::Canister { subnet, cycles } = origin else {
         let only = format!("Only canisters can call ic00 method {method}");
         return Some((Err(Reject::new(ErrorCode::CanisterRejectedMessage, only)), 0));
     };
+    if chain_keys::METHODS.contains(&method) {
+        return Some(chain_keys::call(ic.chain_keys(), sender, method, arg, cycles));
+    }
     let (answer, accepts) = match method {
         "create_canister" => {
             let created = decode(arg, method).and_then(|args: CreateCanisterArgs| {

@@ -233,6 +233,7 @@ impl SimBuilder {
             faults: Default::default(),
             tracing: self.tracing,
             root_key: super::IC_ROOT_KEY.to_vec(),
+            chain_keys: Default::default(),
             executions: 0,
             outside: Default::default(),
             snapshots: BTreeMap::new(),

@@ -4,7 +4,7 @@
 //! `tick()`, read their status.
 
 use candid::Principal;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bench::Traced;
 use crate::canister::{Canister, CanisterSnapshot, CanisterStatus, InstallMode, Installation};
@@ -57,6 +57,9 @@ pub struct Sim {
     pub(crate) tracing: bool,
     /// The network's root key (DER), which `ic0.root_key_copy` gives.
     pub(crate) root_key: Vec<u8>,
+    /// The chain keys the network holds, by name, which the
+    /// `ic0.cost_sign_with_*` functions price (a model answers the calls).
+    pub(crate) chain_keys: BTreeSet<String>,
     /// Messages executed since it was built or restored (not saved).
     pub(crate) executions: u64,
     /// Canisters hosted outside, and the calls to them waiting for answers.
@@ -264,6 +267,7 @@ impl Sim {
             subnet: self.subnets[subnet].id,
             subnet_size: crate::cycles::SUBNET_SIZE as u32,
             root_key: self.root_key.clone(),
+            chain_keys: self.chain_keys.clone(),
         };
         state
     }
@@ -462,6 +466,16 @@ impl Sim {
             canister.system_state_mut().network.root_key = der.clone();
         }
         self.root_key = der;
+    }
+
+    /// From now on the network holds the chain keys `names` (each for every
+    /// algorithm), as the `ic0.cost_sign_with_*` functions see them. Not
+    /// saved with the simulator: the model that answers the calls sets them.
+    pub fn set_chain_keys(&mut self, names: BTreeSet<String>) {
+        for canister in self.canisters.values_mut() {
+            canister.system_state_mut().network.chain_keys = names.clone();
+        }
+        self.chain_keys = names;
     }
 
     /// The network's root key (DER), as `ic0.root_key_copy` gives it.

@@ -60,26 +60,30 @@ pub(super) fn register<I: Word>(r: &mut Registry) {
     chain_key_cost!("cost_vetkd_derive_key", 1);
 }
 
-/// The cost of a threshold signature or key with the key named at `src`.
-/// The simulator's subnets hold no chain keys (it signs nothing), so every
-/// key is unknown, as on a PocketIC instance without the fiduciary or II
-/// subnet: the replica's answer for a key no subnet holds. `dst` is left
-/// as it was, as the replica leaves it.
+/// The cost of a threshold signature or key with the key named at `src`,
+/// written to `dst`: [`cycles::THRESHOLD_SIGNATURE_FEE`] if the network
+/// holds the key (see [`super::Hosting`]). For a key it does not hold, or
+/// a curve the function does not know, a return code, with `dst` left as
+/// it was, as the replica leaves it.
 fn chain_key_cost<I: Word>(
     c: &mut super::Ctx<'_>,
     src: I,
     size: I,
     curve: i32,
     curves: u32,
-    _dst: I,
+    dst: I,
 ) -> Result<i32, Error> {
     let name = read(c, src, size)?;
-    if std::str::from_utf8(&name).is_err() {
+    let Ok(name) = std::str::from_utf8(&name) else {
         let lossy = String::from_utf8_lossy(&name);
         return trap(format!("Canister violated contract: Failed to decode key name {lossy}"));
-    }
+    };
     if curve as u32 >= curves {
         return Ok(CostReturnCode::UnknownCurveOrAlgorithm as i32);
     }
-    Ok(CostReturnCode::UnknownKey as i32)
+    if !c.data().network.chain_keys.contains(name) {
+        return Ok(CostReturnCode::UnknownKey as i32);
+    }
+    write_u128(c, dst, cycles::THRESHOLD_SIGNATURE_FEE)?;
+    Ok(0)
 }

@@ -20,7 +20,7 @@ mod tape;
 mod time;
 
 use candid::Principal;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use wasmi::{Caller, Engine, Error, Global, Memory, Store, Val};
 
@@ -106,11 +106,18 @@ pub struct Hosting {
     pub subnet_size: u32,
     /// The network's root key (DER).
     pub root_key: Vec<u8>,
+    /// The chain keys the network holds, by name.
+    pub chain_keys: BTreeSet<String>,
 }
 
 impl Default for Hosting {
     fn default() -> Self {
-        Self { subnet: Principal::management_canister(), subnet_size: 13, root_key: vec![] }
+        Self {
+            subnet: Principal::management_canister(),
+            subnet_size: 13,
+            root_key: vec![],
+            chain_keys: BTreeSet::new(),
+        }
     }
 }
 

@@ -220,6 +220,12 @@ fn the_cost_functions_price_as_a_13_node_application_subnet() {
     let code = |at| u32::from_le_bytes(answer[at..at + 4].try_into().unwrap());
     assert_eq!(code(32), 2, "no subnet of the simulator holds a chain key: unknown key");
     assert_eq!(code(36), 1, "curve 7 is no curve: unknown curve");
+    assert_eq!(u128_of(&answer, 48), 0, "and no fee written");
+    sim.set_chain_keys(["key_1".to_string()].into());
+    let answer = update(&mut sim, canister, "costs", b"").unwrap();
+    let code = |at| u32::from_le_bytes(answer[at..at + 4].try_into().unwrap());
+    assert_eq!((code(32), code(36)), (0, 1), "a key the network holds is priced; curve 7 is still none");
+    assert_eq!(u128_of(&answer, 48), sim::THRESHOLD_SIGNATURE_FEE);
 
     #[derive(candid::CandidType)]
     struct Params {
