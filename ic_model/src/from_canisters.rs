@@ -492,6 +492,39 @@ mod chain_keys {
     }
 
     #[test]
+    fn a_vetkey_asked_for_by_a_canister_decrypts_and_verifies_with_ic_vetkeys() {
+        use ic_management_canister_types::{
+            VetKDCurve, VetKDDeriveKeyArgs, VetKDDeriveKeyResult, VetKDKeyId, VetKDPublicKeyArgs,
+            VetKDPublicKeyResult,
+        };
+        use ic_vetkeys::{DerivedPublicKey, EncryptedVetKey, TransportSecretKey};
+
+        let (mut ic, canister) = signer();
+        let transport = TransportSecretKey::from_seed(vec![64; 32]).unwrap();
+        let key_id = VetKDKeyId { curve: VetKDCurve::Bls12_381_G2, name: "test_key_1".into() };
+        let context = b"My context".to_vec();
+        let args = VetKDPublicKeyArgs { canister_id: None, context: context.clone(), key_id: key_id.clone() };
+        let (seen, _) = forward(&mut ic, canister, "vetkd_public_key", Encode!(&args).unwrap(), 0);
+        let public = DerivedPublicKey::deserialize(&answer::<VetKDPublicKeyResult>(seen).public_key).unwrap();
+        let args = VetKDDeriveKeyArgs {
+            input: b"My input".to_vec(),
+            context,
+            transport_public_key: transport.public_key(),
+            key_id,
+        };
+        let attached = SIGNATURE_FEE as u64 + 5;
+        let (seen, _) = forward(&mut ic, canister, "vetkd_derive_key", Encode!(&args).unwrap(), attached);
+        assert_eq!(seen.refunded, 5, "the fee is kept");
+        let encrypted =
+            EncryptedVetKey::deserialize(&answer::<VetKDDeriveKeyResult>(seen).encrypted_key).unwrap();
+        encrypted.decrypt_and_verify(&transport, &public, b"My input").expect("ic-vetkeys verifies it");
+
+        let bad = VetKDDeriveKeyArgs { transport_public_key: vec![1; 48], ..args };
+        let (seen, _) = forward(&mut ic, canister, "vetkd_derive_key", Encode!(&bad).unwrap(), attached);
+        assert!(seen.answer.unwrap_err().1.contains("invalid transport public key"));
+    }
+
+    #[test]
     fn a_network_that_holds_no_keys_says_so_as_pocket_ic_does() {
         let mut ic = network(3);
         let canister = forwarder(&mut ic, 0);

@@ -1,6 +1,6 @@
-//! Threshold signatures with chain keys: `ecdsa_public_key`,
-//! `sign_with_ecdsa`, `schnorr_public_key` and `sign_with_schnorr`
-//! (BIP340 with an optional BIP341 Taproot tweak, and Ed25519).
+//! Chain keys: threshold signatures (`ecdsa_public_key`, `sign_with_ecdsa`,
+//! `schnorr_public_key` and `sign_with_schnorr`: BIP340 with an optional
+//! BIP341 Taproot tweak, and Ed25519) and vetKD ([`super::vetkd`]).
 //!
 //! The keys are PocketIC's test master keys, derived from a fixed seed
 //! (`[42; 32]`, then the key's name as one derivation step), whose public
@@ -24,18 +24,28 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::{CallResult, decode, reply};
+use super::{CallResult, decode, reply, vetkd};
 use crate::Reject;
 
 /// The methods, which only canisters may call.
-pub(super) const METHODS: [&str; 4] =
-    ["ecdsa_public_key", "sign_with_ecdsa", "schnorr_public_key", "sign_with_schnorr"];
+pub(super) const METHODS: [&str; 6] = [
+    "ecdsa_public_key",
+    "sign_with_ecdsa",
+    "schnorr_public_key",
+    "sign_with_schnorr",
+    "vetkd_public_key",
+    "vetkd_derive_key",
+];
+
+/// The methods that charge [`SIGNATURE_FEE`].
+const PAID: [&str; 3] = ["sign_with_ecdsa", "sign_with_schnorr", "vetkd_derive_key"];
 
 /// The names of the keys a network may hold, as PocketIC offers them.
 pub const KEY_NAMES: [&str; 3] = ["key_1", "test_key_1", "dfx_test_key"];
 
-/// What a signature costs the caller, as on a 13-node subnet (the
-/// replica's `ECDSA_SIGNATURE_FEE` and `SCHNORR_SIGNATURE_FEE`).
+/// What a signature or vetKD key costs the caller, as on a 13-node subnet
+/// (the replica's `ECDSA_SIGNATURE_FEE`, `SCHNORR_SIGNATURE_FEE` and
+/// `VETKD_FEE`).
 pub const SIGNATURE_FEE: u128 = 10_000_000_000;
 
 /// The most derivation path elements a request may carry.
@@ -45,7 +55,7 @@ const MAX_DERIVATION_PATH_LENGTH: usize = 255;
 const POCKET_IC_SEED: [u8; 32] = [42; 32];
 
 /// The chain keys a network holds, by name; each name is a key of every
-/// algorithm (ECDSA secp256k1, BIP340 and Ed25519).
+/// algorithm (ECDSA secp256k1, BIP340, Ed25519 and vetKD).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChainKeys(BTreeSet<String>);
 
@@ -82,6 +92,7 @@ impl ChainKeys {
                     KeyId::Ecdsa(name.clone()),
                     KeyId::Schnorr(SchnorrAlgorithm::Bip340secp256k1, name.clone()),
                     KeyId::Schnorr(SchnorrAlgorithm::Ed25519, name.clone()),
+                    KeyId::VetKd(name.clone()),
                 ]
             })
             .map(|id| id.to_string())
@@ -91,10 +102,11 @@ impl ChainKeys {
 }
 
 /// A key as the replica names it in its rejects (`MasterPublicKeyId`).
-enum KeyId {
+pub(super) enum KeyId {
     Ecdsa(String),
     EcdsaSecp256r1(String),
     Schnorr(SchnorrAlgorithm, String),
+    VetKd(String),
 }
 
 impl fmt::Display for KeyId {
@@ -106,6 +118,7 @@ impl fmt::Display for KeyId {
                 write!(f, "schnorr:Bip340Secp256k1:{name}")
             }
             KeyId::Schnorr(SchnorrAlgorithm::Ed25519, name) => write!(f, "schnorr:Ed25519:{name}"),
+            KeyId::VetKd(name) => write!(f, "vetkd:Bls12_381_G2:{name}"),
         }
     }
 }
@@ -138,9 +151,13 @@ pub(super) fn call(
         "ecdsa_public_key" => decode(arg, method).and_then(|args| ecdsa_public_key(keys, caller, args)),
         "schnorr_public_key" => decode(arg, method).and_then(|args| schnorr_public_key(keys, caller, args)),
         "sign_with_ecdsa" => decode(arg, method).and_then(|args| sign_with_ecdsa(keys, caller, args, cycles)),
-        _ => decode(arg, method).and_then(|args| sign_with_schnorr(keys, caller, args, cycles)),
+        "sign_with_schnorr" => {
+            decode(arg, method).and_then(|args| sign_with_schnorr(keys, caller, args, cycles))
+        }
+        "vetkd_public_key" => decode(arg, method).and_then(|args| vetkd::public_key(keys, caller, args)),
+        _ => decode(arg, method).and_then(|args| vetkd::derive_key(keys, caller, args, cycles)),
     };
-    let kept = if answer.is_ok() && method.starts_with("sign_with") { SIGNATURE_FEE } else { 0 };
+    let kept = if answer.is_ok() && PAID.contains(&method) { SIGNATURE_FEE } else { 0 };
     (answer, kept)
 }
 
@@ -232,8 +249,8 @@ fn sign_with_schnorr(
 /// The name of the key `id` if the network holds it; otherwise the
 /// replica's reject when it cannot route the request to a subnet holding
 /// it (for a signature, a subnet where signing is enabled).
-fn held(keys: &ChainKeys, method: &str, id: KeyId, signing: bool) -> Result<String, Reject> {
-    if let KeyId::Ecdsa(name) | KeyId::Schnorr(_, name) = &id
+pub(super) fn held(keys: &ChainKeys, method: &str, id: KeyId, signing: bool) -> Result<String, Reject> {
+    if let KeyId::Ecdsa(name) | KeyId::Schnorr(_, name) | KeyId::VetKd(name) = &id
         && keys.holds(name)
     {
         return Ok(name.clone());
@@ -249,7 +266,7 @@ fn held(keys: &ChainKeys, method: &str, id: KeyId, signing: bool) -> Result<Stri
 }
 
 /// Whether `cycles` pay a signature's fee; the replica's reject if not.
-fn pays(method: &str, cycles: u128) -> Result<(), Reject> {
+pub(super) fn pays(method: &str, cycles: u128) -> Result<(), Reject> {
     if cycles >= SIGNATURE_FEE {
         return Ok(());
     }

@@ -23,6 +23,7 @@ mod only_canisters;
 mod raw_rand;
 pub mod settings;
 mod snapshots;
+mod vetkd;
 
 pub use canister::{CanisterInfo, Metadata, SnapshotInfo};
 pub use chain_keys::ChainKeys;
