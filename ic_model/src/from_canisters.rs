@@ -152,7 +152,8 @@ fn a_canister_reads_its_own_status_only_as_its_own_controller() {
     assert_eq!(rounds, 2, "on the caller's own subnet, with no latency between subnets");
     let subnet = ic.engine.subnets()[1];
     let (answer, accepted) =
-        management::call_from_canister(&mut ic, subnet, canister, "canister_status", &id_arg(canister), 0);
+        management::call_from_canister(&mut ic, subnet, canister, "canister_status", &id_arg(canister), 0, 0)
+            .expect("answered at once");
     assert_eq!(answer.unwrap_err().error_code, ErrorCode::CanisterInvalidController);
     assert_eq!(accepted, 0);
 
@@ -540,5 +541,196 @@ mod chain_keys {
                 .contains("Requested unknown threshold key: ecdsa:Secp256k1:dfx_test_key, existing keys: []"),
             "{message}"
         );
+    }
+}
+
+mod outcalls {
+    //! HTTPS outcalls as a canister makes them: pending until answered,
+    //! the nodes' agreement, the transform, the size limit and the fee.
+
+    use candid::Func;
+    use ic_error_types::RejectCode;
+    use ic_management_canister_types::{
+        HttpHeader, HttpMethod, HttpRequestArgs, HttpRequestResult, TransformContext, TransformFunc,
+    };
+
+    use super::*;
+    use crate::management::http_outcalls::{OutcallResponse, SUBNET_NODES};
+
+    const URL: &str = "https://example.com/price";
+
+    fn args(transform: Option<Principal>) -> HttpRequestArgs {
+        HttpRequestArgs {
+            url: URL.into(),
+            max_response_bytes: Some(1_000),
+            method: HttpMethod::GET,
+            headers: vec![HttpHeader { name: "accept".into(), value: "text/plain".into() }],
+            body: None,
+            transform: transform.map(|canister| TransformContext {
+                function: TransformFunc(Func { principal: canister, method: "transform".into() }),
+                context: vec![],
+            }),
+            is_replicated: None,
+            pricing_version: None,
+        }
+    }
+
+    /// The fee for [`args`], as the subnet prices it.
+    fn fee(args: &HttpRequestArgs) -> u128 {
+        let transform = args.transform.as_ref().map_or(0, |t| t.function.0.method.len());
+        let request = URL.len() + "accept".len() + "text/plain".len() + transform;
+        sim::http_request_fee(request as u128, 1_000)
+    }
+
+    fn reply(status: u64, body: &[u8]) -> OutcallResponse {
+        OutcallResponse::Reply(HttpRequestResult {
+            status: status.into(),
+            headers: vec![],
+            body: body.to_vec(),
+        })
+    }
+
+    /// The forwarder's `http_request` with `cycles`, run until it waits for
+    /// its responses: the owner's message and the pending outcall's id.
+    fn request(ic: &mut Ic<Sim>, canister: Principal, args: &HttpRequestArgs, cycles: u128) -> (u64, u64) {
+        let mut forwarded = (cycles as u64).to_le_bytes().to_vec();
+        forwarded.extend(("http_request".len() as u32).to_le_bytes());
+        forwarded.extend(b"http_request");
+        forwarded.extend(Encode!(args).unwrap());
+        let number =
+            ic.submit(Effective::None, CanisterCall::new(canister, owner(), "call", forwarded)).unwrap();
+        for _ in 0..3 {
+            ic.execute_round();
+        }
+        assert!(ic.outcome(number).is_none(), "it waits for its responses");
+        let pending = ic.pending_outcalls();
+        assert_eq!(pending.len(), 1);
+        assert_eq!((pending[0].url.as_str(), pending[0].caller), (URL, canister));
+        (number, pending[0].id)
+    }
+
+    /// What the forwarder saw once the responses came.
+    fn answered(ic: &mut Ic<Sim>, number: u64) -> Seen {
+        for _ in 0..3 {
+            ic.execute_round();
+        }
+        let bytes = ic.outcome(number).expect("answered").expect("the forwarder replies");
+        let refunded = u128::from_le_bytes(bytes[1..17].try_into().unwrap());
+        let answer = match bytes[0] {
+            0 => Ok(bytes[17..].to_vec()),
+            code => Err((code, String::from_utf8(bytes[17..].to_vec()).unwrap())),
+        };
+        Seen { answer, refunded }
+    }
+
+    #[test]
+    fn an_outcall_waits_for_its_response_and_keeps_the_fee() {
+        let mut ic = network(5);
+        let canister = forwarder(&mut ic, 0);
+        let args = args(None);
+        let (number, id) = request(&mut ic, canister, &args, fee(&args) + 7);
+        ic.respond_to_outcall(id, reply(200, b"42"), vec![]).unwrap();
+        let seen = answered(&mut ic, number);
+        assert_eq!(seen.refunded, 7, "the fee is kept, the rest comes back");
+        let result = Decode!(&seen.answer.unwrap(), HttpRequestResult).unwrap();
+        assert_eq!((result.status, result.body), (200u64.into(), b"42".to_vec()));
+        assert!(ic.pending_outcalls().is_empty());
+        assert_eq!(
+            ic.respond_to_outcall(id, reply(200, b""), vec![]).unwrap_err(),
+            format!("no pending outcall {id}")
+        );
+    }
+
+    #[test]
+    fn nodes_that_disagree_get_the_replicas_reject_and_enough_that_agree_are_delivered() {
+        let mut ic = network(5);
+        let canister = forwarder(&mut ic, 0);
+        let args = args(None);
+        let agreeing = 2 * ((SUBNET_NODES - 1) / 3) + 1;
+        // 9 of 13 agree: delivered.
+        let (number, id) = request(&mut ic, canister, &args, fee(&args));
+        let mut others: Vec<_> = (1..agreeing).map(|_| reply(200, b"42")).collect();
+        others.extend((agreeing..SUBNET_NODES).map(|i| reply(200, &[i as u8])));
+        ic.respond_to_outcall(id, reply(200, b"42"), others).unwrap();
+        assert!(answered(&mut ic, number).answer.is_ok());
+        // 8 of 13: no consensus.
+        let (number, id) = request(&mut ic, canister, &args, fee(&args));
+        let mut others: Vec<_> = (1..agreeing - 1).map(|_| reply(200, b"42")).collect();
+        others.extend((agreeing - 1..SUBNET_NODES).map(|i| reply(200, &[i as u8])));
+        ic.respond_to_outcall(id, reply(200, b"42"), others).unwrap();
+        let (code, message) = answered(&mut ic, number).answer.unwrap_err();
+        assert_eq!(code, RejectCode::SysTransient as u8);
+        assert!(message.starts_with("No consensus could be reached."), "{message}");
+        // One response per node, or one for all.
+        let (_, id) = request(&mut ic, canister, &args, fee(&args));
+        let wrong = ic.respond_to_outcall(id, reply(200, b""), vec![reply(200, b"")]).unwrap_err();
+        assert!(wrong.contains("12 more"), "{wrong}");
+    }
+
+    #[test]
+    fn the_transform_runs_on_the_response_and_the_size_limit_holds() {
+        let mut ic = network(5);
+        let canister = forwarder(&mut ic, 0);
+        let transformed =
+            HttpRequestResult { status: 201u64.into(), headers: vec![], body: b"transformed".to_vec() };
+        run(&mut ic, canister, "set_transformed", Encode!(&transformed).unwrap()).0.unwrap();
+        let with_transform = args(Some(canister));
+        let (number, id) = request(&mut ic, canister, &with_transform, fee(&with_transform));
+        ic.respond_to_outcall(id, reply(200, b"raw"), vec![]).unwrap();
+        let seen = answered(&mut ic, number);
+        assert_eq!(Decode!(&seen.answer.unwrap(), HttpRequestResult).unwrap(), transformed);
+
+        let plain = args(None);
+        let (number, id) = request(&mut ic, canister, &plain, fee(&plain));
+        ic.respond_to_outcall(id, reply(200, &[0; 1_001]), vec![]).unwrap();
+        let (code, message) = answered(&mut ic, number).answer.unwrap_err();
+        assert_eq!(
+            (code, message.as_str()),
+            (RejectCode::SysFatal as u8, "Http body exceeds size limit of 1000 bytes.")
+        );
+
+        let (number, id) = request(&mut ic, canister, &plain, fee(&plain));
+        let timeout = OutcallResponse::Reject { code: RejectCode::SysTransient, message: "timeout".into() };
+        ic.respond_to_outcall(id, timeout, vec![]).unwrap();
+        assert_eq!(
+            answered(&mut ic, number).answer.unwrap_err(),
+            (RejectCode::SysTransient as u8, "timeout".into())
+        );
+    }
+
+    #[test]
+    fn bad_requests_are_refused_at_once_and_a_pending_one_survives_a_restart() {
+        let mut ic = network(5);
+        let canister = forwarder(&mut ic, 0);
+        let plain = args(None);
+        let (seen, _) = forward(&mut ic, canister, "http_request", Encode!(&plain).unwrap(), 5);
+        let (code, message) = seen.answer.unwrap_err();
+        assert_eq!(code, 4);
+        assert_eq!(
+            message,
+            format!("http_request request sent with 5 cycles, but {} cycles are required.", fee(&plain))
+        );
+        let too_large = HttpRequestArgs { max_response_bytes: Some(2_000_001), ..args(None) };
+        let (seen, _) =
+            forward(&mut ic, canister, "http_request", Encode!(&too_large).unwrap(), 1_000_000_000_000);
+        assert!(
+            seen.answer
+                .unwrap_err()
+                .1
+                .starts_with("max_response_bytes expected to be in the range [0..2000000]")
+        );
+        let foreign = args(Some(Principal::management_canister()));
+        let (seen, _) =
+            forward(&mut ic, canister, "http_request", Encode!(&foreign).unwrap(), 1_000_000_000_000);
+        assert!(seen.answer.unwrap_err().1.contains("must be a query method of the calling canister"));
+        let ingress =
+            run(&mut ic, Principal::management_canister(), "http_request", Encode!(&plain).unwrap());
+        assert_eq!(ingress.0.unwrap_err().message, "Only canisters can call ic00 method http_request");
+
+        let (number, id) = request(&mut ic, canister, &plain, fee(&plain));
+        let mut restored = Ic::<Sim>::restore(&ic.save().unwrap()().unwrap()).unwrap();
+        assert_eq!(restored.pending_outcalls(), ic.pending_outcalls());
+        restored.respond_to_outcall(id, reply(200, b"after"), vec![]).unwrap();
+        assert!(answered(&mut restored, number).answer.is_ok());
     }
 }

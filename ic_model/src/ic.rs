@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::effective::{Effective, NoSubnet};
 use crate::engine::{CallsInFlight, Engine};
 use crate::ingress::Ingress;
+use crate::management::http_outcalls::{self, OutcallResponse, Outcalls};
 use crate::management::{self, CanisterInfo, ChainKeys, RawRand};
 use crate::system_canisters::{self, Host, SystemCanisters};
 use crate::{CanisterState, CertifiedState, Keys, Reject, SubnetRanges};
@@ -53,6 +54,8 @@ pub struct IcState {
     pub(crate) raw_rand: RawRand,
     /// The chain keys its subnets hold (none unless set).
     pub(crate) chain_keys: ChainKeys,
+    /// The HTTPS outcalls waiting for responses.
+    pub(crate) outcalls: Outcalls,
 }
 
 /// The IC over the engine `E`.
@@ -76,6 +79,7 @@ impl<E: Engine> Ic<E> {
             ingress: Ingress::default(),
             raw_rand: RawRand::new(keys.seed()),
             chain_keys: ChainKeys::default(),
+            outcalls: Outcalls::default(),
         };
         Self::resume(engine, keys, state)
     }
@@ -143,6 +147,24 @@ impl<E: Engine> Ic<E> {
     pub fn hold_chain_keys(&mut self, keys: ChainKeys) {
         self.engine.set_chain_keys(keys.names());
         self.state.chain_keys = keys;
+    }
+
+    /// The HTTPS outcalls waiting for responses, oldest first.
+    pub fn pending_outcalls(&self) -> Vec<http_outcalls::Outcall> {
+        self.state.outcalls.pending().cloned().collect()
+    }
+
+    /// Answers pending outcall `id` with its node's `response` and, to make
+    /// a replicated outcall's nodes disagree, every other node's (`others`);
+    /// the canister gets the answer in the next round. Why not, if it
+    /// cannot (no such outcall, a wrong number of responses).
+    pub fn respond_to_outcall(
+        &mut self,
+        id: u64,
+        response: OutcallResponse,
+        others: Vec<OutcallResponse>,
+    ) -> Result<(), String> {
+        http_outcalls::respond(self, id, response, others)
     }
 
     /// The canister's stable memory, all its pages, as PocketIC's
@@ -243,7 +265,18 @@ impl<E: Engine> Ic<E> {
         for call in self.engine.calls_to_model() {
             let (result, accepted) = if call.callee == Principal::management_canister() {
                 let (caller, cycles) = (call.caller, call.cycles);
-                management::call_from_canister(self, call.subnet, caller, &call.method, &call.arg, cycles)
+                let answer = management::call_from_canister(
+                    self,
+                    call.subnet,
+                    caller,
+                    &call.method,
+                    &call.arg,
+                    cycles,
+                    call.id,
+                );
+                // An outcall is answered when its responses come.
+                let Some(answer) = answer else { continue };
+                answer
             } else {
                 let answer = self.with_system_canisters(|system, ic| {
                     system.call_from_canister(
@@ -409,5 +442,9 @@ impl<E: Engine> management::Host for Ic<E> {
 
     fn chain_keys(&self) -> &ChainKeys {
         &self.state.chain_keys
+    }
+
+    fn outcalls_mut(&mut self) -> &mut Outcalls {
+        &mut self.state.outcalls
     }
 }

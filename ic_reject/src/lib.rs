@@ -32,6 +32,16 @@ impl Reject {
         RejectCode::from(self.error_code)
     }
 
+    /// A reject only a canister sees, which gets its reject code and
+    /// message: the error code is one of `code`'s own, which never leaves
+    /// the IC (an outcall's failure, for one).
+    pub fn of_code(code: RejectCode, message: impl Into<String>) -> Self {
+        let error_code = ErrorCode::iter()
+            .find(|&error_code| RejectCode::from(error_code) == code)
+            .expect("every reject code has error codes");
+        Self::new(error_code, message)
+    }
+
     /// A call to a canister that does not exist.
     pub fn canister_not_found(canister: impl fmt::Display) -> Self {
         Self::new(ErrorCode::CanisterNotFound, format!("Canister {canister} not found"))

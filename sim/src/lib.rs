@@ -75,7 +75,7 @@ mod stats;
 mod system_api;
 mod validation;
 
-pub use cycles::{CANISTER_CREATION_FEE, THRESHOLD_SIGNATURE_FEE};
+pub use cycles::{CANISTER_CREATION_FEE, THRESHOLD_SIGNATURE_FEE, http_request_fee};
 pub use error::{RestoreError, SaveError, SimError};
 pub use host_memory::{DEFAULT_HOST_MEMORY_BUDGET, HostMemory, OverBudget};
 pub use message::{ErrorCode, MessageId, Reject, RejectCode};

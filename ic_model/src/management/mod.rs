@@ -19,6 +19,7 @@
 
 mod canister;
 pub mod chain_keys;
+pub mod http_outcalls;
 mod only_canisters;
 mod raw_rand;
 pub mod settings;
@@ -79,6 +80,8 @@ pub trait Host {
     fn next_raw_rand(&mut self) -> [u8; 32];
     /// The chain keys the network holds.
     fn chain_keys(&self) -> &chain_keys::ChainKeys;
+    /// The HTTPS outcalls waiting for responses.
+    fn outcalls_mut(&mut self) -> &mut http_outcalls::Outcalls;
 }
 
 /// A method or argument this model of the IC does not implement.

@@ -1,7 +1,8 @@
 //! The management canister's methods that only canisters may call, as the
 //! replica's ingress filter says (an ingress message carries no cycles to
 //! pay or deposit with): `create_canister`, `deposit_cycles`, `raw_rand`,
-//! and the chain key methods ([`super::chain_keys`]).
+//! the chain key methods ([`super::chain_keys`]) and `http_request`
+//! ([`super::http_outcalls`], which answers later).
 
 use candid::{Nat, Principal};
 use ic_error_types::ErrorCode;
@@ -9,16 +10,20 @@ use ic_management_canister_types::{
     CanisterIdRecord, CanisterSettings, CreateCanisterArgs, ProvisionalCreateCanisterWithCyclesArgs,
 };
 
-use super::{CANISTER_CREATION_FEE, CallResult, Host, Origin, chain_keys, create, decode, manage, reply};
+use super::{
+    CANISTER_CREATION_FEE, CallResult, Host, Origin, chain_keys, create, decode, http_outcalls, manage, reply,
+};
 use crate::Reject;
 use crate::engine::Engine;
 
 /// The methods only canisters may call, besides the chain key methods.
-const METHODS: [&str; 3] = ["create_canister", "deposit_cycles", "raw_rand"];
+const METHODS: [&str; 4] = ["create_canister", "deposit_cycles", "raw_rand", "http_request"];
 
-/// A call to the management canister from canister `caller` on `subnet`,
-/// with `cycles` attached: the answer, and the cycles it accepted (the
-/// rest go back to the caller).
+/// The engine's call `call` to the management canister, from canister
+/// `caller` on `subnet` with `cycles` attached: the answer, and the cycles
+/// it accepted (the rest go back to the caller); `None` for an outcall,
+/// which is answered when its responses come
+/// ([`super::http_outcalls::respond`]).
 pub fn call_from_canister(
     ic: &mut impl Host,
     subnet: Principal,
@@ -26,8 +31,12 @@ pub fn call_from_canister(
     method: &str,
     arg: &[u8],
     cycles: u128,
-) -> (CallResult, u128) {
-    manage(ic, Origin::Canister { subnet, cycles }, caller, method, arg)
+    call: u64,
+) -> Option<(CallResult, u128)> {
+    if method == "http_request" {
+        return http_outcalls::request(ic, subnet, caller, arg, cycles, call);
+    }
+    Some(manage(ic, Origin::Canister { subnet, cycles }, caller, method, arg))
 }
 
 /// The answer to one of [`METHODS`] and the cycles it accepted; `None` for
@@ -64,7 +73,7 @@ pub(super) fn call(
             });
             (deposited, true)
         }
-        _ => {
+        "raw_rand" => {
             let drawn = candid::decode_args::<()>(arg)
                 .map_err(|e| {
                     Reject::new(
@@ -75,6 +84,7 @@ pub(super) fn call(
                 .and_then(|()| reply(ic.next_raw_rand().to_vec()));
             (drawn, false)
         }
+        _ => unreachable!("call_from_canister answers {method}"),
     };
     // What a method accepts, it accepts whole, and only if it succeeds.
     let accepted = if accepts && answer.is_ok() { cycles } else { 0 };
