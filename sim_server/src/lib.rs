@@ -9,6 +9,7 @@ mod instance;
 mod instances;
 mod lifetime;
 mod live;
+mod outcalls;
 mod server;
 mod subnets;
 mod topology;

@@ -12,9 +12,10 @@ use candid::Principal;
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{
     AutoProgressConfig, CreateHttpGatewayResponse, CreateInstanceResponse, HttpGatewayBackend,
-    HttpGatewayConfig, HttpGatewayInfo, InstanceConfig, RawAddCycles, RawCanisterCall, RawCanisterId,
-    RawCanisterResult, RawCycles, RawEffectivePrincipal, RawIngressStatusArgs, RawMessageId, RawPrincipalId,
-    RawSetStableMemory, RawStableMemory, RawSubnetId, RawTickConfigs, RawTime, Topology,
+    HttpGatewayConfig, HttpGatewayInfo, InstanceConfig, RawAddCycles, RawCanisterCall,
+    RawCanisterHttpRequest, RawCanisterId, RawCanisterResult, RawCycles, RawEffectivePrincipal,
+    RawIngressStatusArgs, RawMessageId, RawMockCanisterHttpResponse, RawPrincipalId, RawSetStableMemory,
+    RawStableMemory, RawSubnetId, RawTickConfigs, RawTime, Topology,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -27,6 +28,7 @@ use crate::errors::{self, ApiError, Body};
 use crate::instance;
 use crate::instances::{Limits, Store};
 use crate::lifetime::{Activity, Lifetime};
+use crate::outcalls;
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
 /// (above 2 MB the client uploads chunks through the management canister).
@@ -55,7 +57,7 @@ fn both<S: Clone + Send + Sync + 'static>(
 }
 
 fn router(limits: Limits) -> Router {
-    let routes: [(&str, MethodRouter<Arc<Server>>); 24] = [
+    let routes: [(&str, MethodRouter<Arc<Server>>); 26] = [
         ("/instances", get(list).post(create)),
         ("/instances/{id}", axum::routing::delete(delete)),
         ("/instances/{id}/read/topology", get(topology)),
@@ -74,6 +76,8 @@ fn router(limits: Limits) -> Router {
         ("/instances/{id}/update/add_cycles", post(add_cycles)),
         ("/instances/{id}/read/get_stable_memory", post(get_stable_memory)),
         ("/instances/{id}/update/set_stable_memory", post(set_stable_memory)),
+        ("/instances/{id}/read/get_canister_http", get(get_canister_http)),
+        ("/instances/{id}/update/mock_canister_http", post(mock_canister_http)),
         ("/instances/{id}/auto_progress", get(auto_progress_enabled).post(auto_progress)),
         ("/instances/{id}/stop_progress", post(stop_progress)),
         ("/http_gateway", post(start_gateway)),
@@ -386,6 +390,24 @@ async fn set_stable_memory(
             i.set_stable_memory(id, data).map_err(|reject| ApiError::bad_request(reject.message))
         })
         .await??;
+    Ok(Json(()))
+}
+
+/// The HTTPS outcalls waiting for responses.
+async fn get_canister_http(
+    State(server): App,
+    Path(id): Path<String>,
+) -> Answer<Vec<RawCanisterHttpRequest>> {
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| outcalls::pending(i)).await?))
+}
+
+/// Responses for a pending outcall; the canister gets them in the next round.
+async fn mock_canister_http(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(mock): Body<RawMockCanisterHttpResponse>,
+) -> Answer<()> {
+    server.instances.with(instance_id(&id)?, move |i| outcalls::mock(i, mock)).await??;
     Ok(Json(()))
 }
 

@@ -28,6 +28,7 @@ const TESTS: &[(&str, fn())] = tests![
     a_heartbeat_runs_once_a_round,
     a_composite_query_calls_queries_on_its_own_subnet_only,
     the_ii_and_test_keys_subnets_sign_with_pocket_ics_keys,
+    a_motoko_oracles_outcall_is_mocked_transformed_and_delivered,
     certified_time_is_the_time_set,
 ];
 
@@ -339,6 +340,81 @@ fn the_ii_and_test_keys_subnets_sign_with_pocket_ics_keys() {
         message.contains("Requested unknown threshold key: ecdsa:Secp256k1:dfx_test_key, existing keys: []"),
         "{message}"
     );
+}
+
+/// As PocketIC's mocking API is used: a Motoko oracle's outcall is listed
+/// once it is made, a mocked response goes through its transform to it,
+/// and nodes that disagree make it fail with the replica's reject.
+fn a_motoko_oracles_outcall_is_mocked_transformed_and_delivered() {
+    use pocket_ic::common::rest::{
+        CanisterHttpHeader, CanisterHttpMethod, CanisterHttpReply, CanisterHttpResponse,
+        MockCanisterHttpResponse,
+    };
+
+    #[derive(candid::CandidType, serde::Deserialize, Debug, PartialEq)]
+    struct Header {
+        name: String,
+        value: String,
+    }
+    #[derive(candid::CandidType, serde::Deserialize, Debug, PartialEq)]
+    struct Response {
+        status: candid::Nat,
+        headers: Vec<Header>,
+        body: serde_bytes::ByteBuf,
+    }
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle.mo");
+    let wasm = canister_wasm::elsewhere::motoko_source(&source).expect("moc builds it");
+    let pic = PocketIc::new();
+    let oracle = pic.create_canister();
+    pic.add_cycles(oracle, 100_000_000_000_000);
+    pic.install_canister(oracle, wasm, Encode!().unwrap(), None);
+    let url = "https://prices.example/icp-usd";
+    let reply = |body: &[u8]| {
+        CanisterHttpResponse::CanisterHttpReply(CanisterHttpReply {
+            status: 200,
+            headers: vec![CanisterHttpHeader { name: "date".into(), value: "today".into() }],
+            body: body.to_vec(),
+        })
+    };
+    let fetch = || {
+        let call = pic.submit_call(oracle, user(), "fetch", Encode!(&url).unwrap()).expect("submitted");
+        pic.tick();
+        pic.tick();
+        let pending = pic.get_canister_http();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        (call, pending.into_iter().next().unwrap())
+    };
+
+    let (call, request) = fetch();
+    assert_eq!((request.url.as_str(), request.http_method.clone()), (url, CanisterHttpMethod::GET));
+    assert_eq!(request.max_response_bytes, Some(10_000));
+    let mock = MockCanisterHttpResponse {
+        subnet_id: request.subnet_id,
+        request_id: request.request_id,
+        response: reply(b"4.20"),
+        additional_responses: vec![],
+    };
+    pic.mock_canister_http_response(mock);
+    assert!(pic.get_canister_http().is_empty());
+    let answer = Decode!(&pic.await_call(call).expect("a price"), Response).unwrap();
+    let transformed = Header { name: "x-transformed".into(), value: "price".into() };
+    assert_eq!(
+        answer,
+        Response { status: 200u8.into(), headers: vec![transformed], body: b"4.20".to_vec().into() }
+    );
+
+    // The nodes disagree: 12 other answers, each its own.
+    let (call, request) = fetch();
+    let others = (0..12).map(|i| reply(format!("4.2{i}").as_bytes())).collect();
+    let mock = MockCanisterHttpResponse {
+        subnet_id: request.subnet_id,
+        request_id: request.request_id,
+        response: reply(b"4.20"),
+        additional_responses: others,
+    };
+    pic.mock_canister_http_response(mock);
+    let refused = pic.await_call(call).unwrap_err();
+    assert!(refused.reject_message.contains("No consensus could be reached."), "{}", refused.reject_message);
 }
 
 /// `set_certified_time` moves the time on, as `set_time` does.
