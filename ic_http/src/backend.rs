@@ -1,5 +1,6 @@
 //! What the HTTP interface needs of the network behind it.
 
+use ic_model::management::http_outcalls::{Outcall, OutcallResponse};
 use ic_model::{CertifiedState, Interface, Reject};
 use ic_transport_types::{RejectCode, RejectResponse};
 use std::sync::Arc;
@@ -57,5 +58,18 @@ pub trait Backend: Interface {
     /// backend from the bytes it encodes to); called between rounds.
     fn save(&self) -> Result<SavedState, String> {
         Err(format!("{} cannot save its state", self.description()))
+    }
+
+    /// The HTTPS outcalls waiting for responses, which a network whose
+    /// policy allows makes ([`crate::OutcallPolicy`]); none if the backend
+    /// makes none.
+    fn pending_outcalls(&self) -> Vec<Outcall> {
+        Vec::new()
+    }
+
+    /// Answers pending outcall `id`, every node having got `response`.
+    fn respond_to_outcall(&mut self, id: u64, response: OutcallResponse) -> Result<(), String> {
+        let _ = response;
+        Err(format!("{} has no pending outcall {id}", self.description()))
     }
 }

@@ -1,6 +1,7 @@
 //! The IC model over any engine as the interface's backend: what a network
 //! serves is `ic_model::Ic`, whatever executes its canisters.
 
+use ic_model::management::http_outcalls::{Outcall, OutcallResponse};
 use ic_model::{CertifiedState, Engine, Ic};
 use std::sync::Arc;
 
@@ -29,5 +30,13 @@ impl<E: Engine> Backend for Ic<E> {
 
     fn view(&self) -> Option<ic_model::NetworkView> {
         Some(Ic::view(self))
+    }
+
+    fn pending_outcalls(&self) -> Vec<Outcall> {
+        Ic::pending_outcalls(self)
+    }
+
+    fn respond_to_outcall(&mut self, id: u64, response: OutcallResponse) -> Result<(), String> {
+        Ic::respond_to_outcall(self, id, response, vec![])
     }
 }

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use crate::backend::{Backend, SavedState};
 use crate::ingress::{Requests, SavedRequests};
+use crate::outcalls::{OutcallPolicy, Outcaller};
 use crate::state_file::StateDir;
 
 /// An idle network still runs a round (timers fire) and certifies a new
@@ -36,11 +37,13 @@ pub struct Options {
     /// fastest pace). `Some(d)`: one round every `d`, work or not, as a
     /// subnet makes a block about every second on mainnet.
     pub round_interval: Option<Duration>,
+    /// Which HTTPS outcalls the host makes for the canisters.
+    pub outcalls: OutcallPolicy,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { clock: Arc::new(wall_clock), round_interval: None }
+        Self { clock: Arc::new(wall_clock), round_interval: None, outcalls: OutcallPolicy::default() }
     }
 }
 
@@ -131,6 +134,7 @@ impl Saver {
 struct OnBackendThread {
     backend: Box<dyn Backend>,
     certified: Arc<Certified>,
+    outcaller: Outcaller,
 }
 
 /// What the backend's thread and the HTTP handlers share.
@@ -223,7 +227,7 @@ impl Network {
                 (Some(saver), saved)
             }
         };
-        let clock = options.clock.clone();
+        let (clock, outcalls) = (options.clock.clone(), options.outcalls);
         let make = move || {
             let resumed = saved.is_some();
             let (rounds, requests, made) = match saved {
@@ -251,7 +255,7 @@ impl Network {
                 rounds: watch::Sender::new(rounds),
                 saver,
             });
-            Ok(OnBackendThread { backend, certified })
+            Ok(OnBackendThread { backend, certified, outcaller: Outcaller::new(outcalls) })
         };
         let interval = options.round_interval;
         let thread = EngineThread::spawn_driven("the backend", make, move |on_thread, inbox| {
@@ -415,6 +419,7 @@ fn drive(engine: &mut OnBackendThread, inbox: &mut Inbox<OnBackendThread>, inter
         if busy(engine) || last.elapsed() >= pace {
             last = Instant::now();
             round(&mut *engine.backend, &engine.certified);
+            engine.outcaller.step(&mut *engine.backend);
         }
         if engine.certified.saver.as_ref().is_some_and(|saver| last_checkpoint.elapsed() >= saver.every) {
             last_checkpoint = Instant::now();

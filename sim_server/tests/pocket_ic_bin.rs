@@ -362,7 +362,7 @@ fn a_motoko_oracles_outcall_is_mocked_transformed_and_delivered() {
         headers: Vec<Header>,
         body: serde_bytes::ByteBuf,
     }
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle.mo");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/tests/fixtures/oracle.mo");
     let wasm = canister_wasm::elsewhere::motoko_source(&source).expect("moc builds it");
     let pic = PocketIc::new();
     let oracle = pic.create_canister();

@@ -235,3 +235,67 @@ async fn dfx_creates_installs_and_reads_the_module_hash() {
     let pings = dfx.query(&canister, "pings_received").with_arg(Encode!().unwrap()).call().await.unwrap();
     assert_eq!(Decode!(&pings, u64).unwrap(), 0);
 }
+
+/// A network whose host makes HTTPS outcalls: a Motoko oracle's
+/// `http_request` reaches a server on this machine (`LoopbackOnly`, the
+/// `network` default) and comes back through its transform, as an agent
+/// sees it; with outcalls denied, the canister hears why.
+#[tokio::test]
+async fn an_oracles_outcall_reaches_a_local_server_through_the_host() {
+    use std::io::{Read, Write};
+    #[derive(candid::CandidType, serde::Deserialize, Debug, PartialEq)]
+    struct Header {
+        name: String,
+        value: String,
+    }
+    #[derive(candid::CandidType, serde::Deserialize, Debug)]
+    struct Response {
+        status: candid::Nat,
+        headers: Vec<Header>,
+        body: serde_bytes::ByteBuf,
+    }
+
+    // A price feed: one answer to every request.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/icp-usd", server.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in server.incoming() {
+            let mut stream = stream.unwrap();
+            let mut request = [0; 4096];
+            let _ = stream.read(&mut request);
+            let _ =
+                stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\n4.20");
+        }
+    });
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/tests/fixtures/oracle.mo");
+    let wasm = canister_wasm::elsewhere::motoko_source(&source).expect("moc builds it");
+    let controller = principal_of(5);
+    let oracle_on = |outcalls| {
+        let wasm = wasm.clone();
+        let (ids, made) = std::sync::mpsc::channel();
+        let make = move || {
+            let mut sim = Sim::builder().with_subnet().build();
+            let oracle = sim.create_canister(0, vec![controller]).unwrap();
+            sim.install_canister(oracle, &wasm, Encode!().unwrap(), controller).unwrap();
+            ids.send(oracle).unwrap();
+            Box::new(ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0)).unwrap())
+                as Box<dyn ic_http::Backend>
+        };
+        let network = Network::start(make, ic_http::Options { outcalls, ..Default::default() }).unwrap();
+        (network, made.recv().unwrap())
+    };
+
+    let (network, oracle) = oracle_on(ic_http::OutcallPolicy::LoopbackOnly);
+    let agent = agent(&ic_http::serve_locally(network).await.unwrap(), 5).await;
+    let reply =
+        agent.update(&oracle, "fetch").with_arg(Encode!(&url).unwrap()).call_and_wait().await.unwrap();
+    let response = Decode!(&reply, Response).unwrap();
+    assert_eq!((response.status, response.body.to_vec()), (200u8.into(), b"4.20".to_vec()));
+    assert_eq!(response.headers, vec![Header { name: "x-transformed".into(), value: "price".into() }]);
+
+    let (network, oracle) = oracle_on(ic_http::OutcallPolicy::Deny);
+    let agent = self::agent(&ic_http::serve_locally(network).await.unwrap(), 5).await;
+    let refused =
+        agent.update(&oracle, "fetch").with_arg(Encode!(&url).unwrap()).call_and_wait().await.unwrap_err();
+    assert!(refused.to_string().contains("--outcalls allow"), "{refused}");
+}

@@ -7,7 +7,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
 use multi_subnet::cli::RequestLimitArgs;
-use multi_subnet::commands::network::{DESCRIPTION, NetworkArgs};
+use multi_subnet::commands::network::{DESCRIPTION, NetworkArgs, Outcalls};
 use multi_subnet::profile::ProfileName;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,9 @@ use std::process::ExitCode;
 /// Chooses mainnet's cross-subnet latency (`mainnet`) or PocketIC's
 /// (`pocket-ic`, the default): icp.yaml has no word for it.
 const PROFILE_VARIABLE: &str = "MULTI_SUBNET_PROFILE";
+/// Which HTTPS outcalls the network makes: `loopback-only` (the default),
+/// `allow` or `deny`, as `network --outcalls`.
+const OUTCALLS_VARIABLE: &str = "MULTI_SUBNET_OUTCALLS";
 
 /// The flags icp-cli passes (icp-cli-network-launcher's interface 1.1.0),
 /// as `--flag value` or `--flag=value`.
@@ -116,6 +119,12 @@ impl LauncherArgs {
             Ok("mainnet") => ProfileName::Mainnet,
             Ok(other) => bail!("{PROFILE_VARIABLE}={other}: it is pocket-ic or mainnet"),
         };
+        let outcalls = match std::env::var(OUTCALLS_VARIABLE).as_deref() {
+            Err(_) | Ok("loopback-only") => Outcalls::LoopbackOnly,
+            Ok("allow") => Outcalls::Allow,
+            Ok("deny") => Outcalls::Deny,
+            Ok(other) => bail!("{OUTCALLS_VARIABLE}={other}: it is loopback-only, allow or deny"),
+        };
         Ok(NetworkArgs {
             subnets: self.subnet.len().max(1) as u64,
             port: self.gateway_port.unwrap_or(0),
@@ -126,6 +135,7 @@ impl LauncherArgs {
             seed: 0,
             state_dir: None,
             checkpoint_secs: 5,
+            outcalls,
             requests: self.requests,
         })
     }

@@ -64,8 +64,32 @@ pub struct NetworkArgs {
     #[arg(long, value_name = "S", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub checkpoint_secs: u64,
 
+    /// Which HTTPS outcalls (`http_request`) the host makes for the
+    /// canisters: to this machine's loopback addresses only (a test's local
+    /// server), to any URL, or none.
+    #[arg(long, value_enum, default_value_t = Outcalls::LoopbackOnly)]
+    pub outcalls: Outcalls,
+
     #[command(flatten)]
     pub requests: crate::cli::RequestLimitArgs,
+}
+
+/// `--outcalls`: which HTTPS outcalls the host makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Outcalls {
+    LoopbackOnly,
+    Allow,
+    Deny,
+}
+
+impl From<Outcalls> for ic_http::OutcallPolicy {
+    fn from(outcalls: Outcalls) -> Self {
+        match outcalls {
+            Outcalls::LoopbackOnly => ic_http::OutcallPolicy::LoopbackOnly,
+            Outcalls::Allow => ic_http::OutcallPolicy::Allow,
+            Outcalls::Deny => ic_http::OutcallPolicy::Deny,
+        }
+    }
 }
 
 /// What `--status-file` holds.
@@ -140,7 +164,11 @@ impl NetworkArgs {
             Box::new(network) as Box<dyn ic_http::Backend>
         };
         let round_interval = (self.round_ms > 0).then(|| Duration::from_millis(self.round_ms));
-        let options = ic_http::Options { round_interval, ..ic_http::Options::default() };
+        let options = ic_http::Options {
+            round_interval,
+            outcalls: self.outcalls.into(),
+            ..ic_http::Options::default()
+        };
         let network = match &self.state_dir {
             None => ic_http::Network::start(fresh, options),
             Some(dir) => {
