@@ -299,3 +299,60 @@ async fn an_oracles_outcall_reaches_a_local_server_through_the_host() {
         agent.update(&oracle, "fetch").with_arg(Encode!(&url).unwrap()).call_and_wait().await.unwrap_err();
     assert!(refused.to_string().contains("--outcalls allow"), "{refused}");
 }
+
+/// A Motoko wallet on the local network signs with each key type, through
+/// an agent: its public keys are PocketIC's for its id and path, and k256
+/// and ed25519-dalek verify its signatures.
+#[tokio::test]
+async fn a_motoko_wallet_signs_with_pocket_ics_keys_on_the_network() {
+    use ic_management_canister_types::SchnorrAlgorithm;
+    use ic_secp256k1::PocketIcMasterPublicKeyId as Master;
+    use k256::ecdsa::signature::hazmat::PrehashVerifier;
+
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/tests/fixtures/signer.mo");
+    let wasm = canister_wasm::elsewhere::motoko_source(&source).expect("moc builds it");
+    let controller = principal_of(6);
+    let (ids, made) = std::sync::mpsc::channel();
+    let make = move || {
+        let mut sim = Sim::builder().with_subnet().build();
+        let signer = sim.create_canister(0, vec![controller]).unwrap();
+        sim.install_canister(signer, &wasm, Encode!().unwrap(), controller).unwrap();
+        ids.send(signer).unwrap();
+        Box::new(ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0)).unwrap())
+            as Box<dyn ic_http::Backend>
+    };
+    let network = Network::start(make, ic_http::Options::default()).unwrap();
+    let signer = made.recv().unwrap();
+    let agent = agent(&ic_http::serve_locally(network).await.unwrap(), 6).await;
+    let path = vec![b"wallet".to_vec()];
+    let message = *b"Hello, world!===================";
+
+    let arg = Encode!(&"dfx_test_key", &serde_bytes::ByteBuf::from(message.to_vec())).unwrap();
+    let reply = agent.update(&signer, "ecdsa").with_arg(arg).call_and_wait().await.unwrap();
+    let (public_key, signature) = Decode!(&reply, Vec<u8>, Vec<u8>).unwrap();
+    let pocket_ic = ic_secp256k1::PublicKey::derive_pocketic_key(Master::EcdsaDfxTestKey, &signer, &path).0;
+    assert_eq!(public_key, pocket_ic.serialize_sec1(true));
+    let verifying = k256::ecdsa::VerifyingKey::from_sec1_bytes(&public_key).unwrap();
+    let signature = k256::ecdsa::Signature::try_from(signature.as_slice()).unwrap();
+    verifying.verify_prehash(&message, &signature).expect("k256 verifies it");
+
+    for algorithm in [SchnorrAlgorithm::Bip340secp256k1, SchnorrAlgorithm::Ed25519] {
+        let arg = Encode!(&algorithm, &"test_key_1", &serde_bytes::ByteBuf::from(message.to_vec())).unwrap();
+        let reply = agent.update(&signer, "schnorr").with_arg(arg).call_and_wait().await.unwrap();
+        let (public_key, signature) = Decode!(&reply, Vec<u8>, Vec<u8>).unwrap();
+        match algorithm {
+            SchnorrAlgorithm::Bip340secp256k1 => {
+                let verifying = k256::schnorr::VerifyingKey::from_bytes(&public_key[1..]).unwrap();
+                let signature = k256::schnorr::Signature::try_from(signature.as_slice()).unwrap();
+                verifying.verify_prehash(&message, &signature).expect("k256 verifies it");
+            }
+            SchnorrAlgorithm::Ed25519 => {
+                use ed25519_dalek::Verifier;
+                let verifying =
+                    ed25519_dalek::VerifyingKey::from_bytes(&public_key.try_into().unwrap()).unwrap();
+                let signature = ed25519_dalek::Signature::from_slice(&signature).unwrap();
+                verifying.verify(&message, &signature).expect("ed25519-dalek verifies it");
+            }
+        }
+    }
+}
