@@ -236,6 +236,28 @@ async fn dfx_creates_installs_and_reads_the_module_hash() {
     assert_eq!(Decode!(&pings, u64).unwrap(), 0);
 }
 
+/// `sim/tests/fixtures/<name>.mo`, as the Motoko compiler builds it,
+/// controlled by identity `key` on a one-subnet network served on
+/// 127.0.0.1 with `options`: the URL and the canister's id.
+async fn motoko_on_network(name: &str, key: u8, options: ic_http::Options) -> (String, Principal) {
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../sim/tests/fixtures/{name}.mo"));
+    let wasm = canister_wasm::elsewhere::motoko_source(&source).expect("moc builds it");
+    let controller = principal_of(key);
+    let (ids, made) = std::sync::mpsc::channel();
+    let make = move || {
+        let mut sim = Sim::builder().with_subnet().build();
+        let canister = sim.create_canister(0, vec![controller]).unwrap();
+        sim.install_canister(canister, &wasm, Encode!().unwrap(), controller).unwrap();
+        ids.send(canister).unwrap();
+        Box::new(ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0)).unwrap())
+            as Box<dyn ic_http::Backend>
+    };
+    let network = Network::start(make, options).unwrap();
+    let canister = made.recv().unwrap();
+    (ic_http::serve_locally(network).await.unwrap(), canister)
+}
+
 /// A network whose host makes HTTPS outcalls: a Motoko oracle's
 /// `http_request` reaches a server on this machine (`LoopbackOnly`, the
 /// `network` default) and comes back through its transform, as an agent
@@ -267,34 +289,18 @@ async fn an_oracles_outcall_reaches_a_local_server_through_the_host() {
                 stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\n4.20");
         }
     });
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/tests/fixtures/oracle.mo");
-    let wasm = canister_wasm::elsewhere::motoko_source(&source).expect("moc builds it");
-    let controller = principal_of(5);
-    let oracle_on = |outcalls| {
-        let wasm = wasm.clone();
-        let (ids, made) = std::sync::mpsc::channel();
-        let make = move || {
-            let mut sim = Sim::builder().with_subnet().build();
-            let oracle = sim.create_canister(0, vec![controller]).unwrap();
-            sim.install_canister(oracle, &wasm, Encode!().unwrap(), controller).unwrap();
-            ids.send(oracle).unwrap();
-            Box::new(ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0)).unwrap())
-                as Box<dyn ic_http::Backend>
-        };
-        let network = Network::start(make, ic_http::Options { outcalls, ..Default::default() }).unwrap();
-        (network, made.recv().unwrap())
-    };
-
-    let (network, oracle) = oracle_on(ic_http::OutcallPolicy::LoopbackOnly);
-    let agent = agent(&ic_http::serve_locally(network).await.unwrap(), 5).await;
+    let oracle_on =
+        |outcalls| motoko_on_network("oracle", 5, ic_http::Options { outcalls, ..Default::default() });
+    let (url_of_network, oracle) = oracle_on(ic_http::OutcallPolicy::LoopbackOnly).await;
+    let agent = agent(&url_of_network, 5).await;
     let reply =
         agent.update(&oracle, "fetch").with_arg(Encode!(&url).unwrap()).call_and_wait().await.unwrap();
     let response = Decode!(&reply, Response).unwrap();
     assert_eq!((response.status, response.body.to_vec()), (200u8.into(), b"4.20".to_vec()));
     assert_eq!(response.headers, vec![Header { name: "x-transformed".into(), value: "price".into() }]);
 
-    let (network, oracle) = oracle_on(ic_http::OutcallPolicy::Deny);
-    let agent = self::agent(&ic_http::serve_locally(network).await.unwrap(), 5).await;
+    let (url_of_network, oracle) = oracle_on(ic_http::OutcallPolicy::Deny).await;
+    let agent = self::agent(&url_of_network, 5).await;
     let refused =
         agent.update(&oracle, "fetch").with_arg(Encode!(&url).unwrap()).call_and_wait().await.unwrap_err();
     assert!(refused.to_string().contains("--outcalls allow"), "{refused}");
@@ -309,21 +315,8 @@ async fn a_motoko_wallet_signs_with_pocket_ics_keys_on_the_network() {
     use ic_secp256k1::PocketIcMasterPublicKeyId as Master;
     use k256::ecdsa::signature::hazmat::PrehashVerifier;
 
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/tests/fixtures/signer.mo");
-    let wasm = canister_wasm::elsewhere::motoko_source(&source).expect("moc builds it");
-    let controller = principal_of(6);
-    let (ids, made) = std::sync::mpsc::channel();
-    let make = move || {
-        let mut sim = Sim::builder().with_subnet().build();
-        let signer = sim.create_canister(0, vec![controller]).unwrap();
-        sim.install_canister(signer, &wasm, Encode!().unwrap(), controller).unwrap();
-        ids.send(signer).unwrap();
-        Box::new(ic_model::sim_engine::network(sim, ic_model::Keys::from_seed(0)).unwrap())
-            as Box<dyn ic_http::Backend>
-    };
-    let network = Network::start(make, ic_http::Options::default()).unwrap();
-    let signer = made.recv().unwrap();
-    let agent = agent(&ic_http::serve_locally(network).await.unwrap(), 6).await;
+    let (url, signer) = motoko_on_network("signer", 6, ic_http::Options::default()).await;
+    let agent = agent(&url, 6).await;
     let path = vec![b"wallet".to_vec()];
     let message = *b"Hello, world!===================";
 
