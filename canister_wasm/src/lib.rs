@@ -146,6 +146,13 @@ fn cargo_build(what: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// A test canister of this workspace (`src/<package>`, such as `wallet`),
+/// built for wasm32 with the release profile.
+pub fn test_canister(package: &str) -> Result<Vec<u8>> {
+    cargo_build(&["-p", package])?;
+    read(&wasm_target_dir().join(WASM_TARGET).join("release").join(format!("{package}.wasm")))
+}
+
 /// An example canister of `ic-fanout` (`fanout/examples/<name>.rs`), built
 /// for wasm32 with the release profile and all the crate's features.
 pub fn fanout_example(name: &str) -> Result<Vec<u8>> {

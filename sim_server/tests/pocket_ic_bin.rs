@@ -29,6 +29,7 @@ const TESTS: &[(&str, fn())] = tests![
     a_composite_query_calls_queries_on_its_own_subnet_only,
     the_ii_and_test_keys_subnets_sign_with_pocket_ics_keys,
     a_motoko_oracles_outcall_is_mocked_transformed_and_delivered,
+    a_rust_wallet_signs_with_every_key_type_and_fetches_through_ic_cdk,
     certified_time_is_the_time_set,
 ];
 
@@ -415,6 +416,101 @@ fn a_motoko_oracles_outcall_is_mocked_transformed_and_delivered() {
     pic.mock_canister_http_response(mock);
     let refused = pic.await_call(call).unwrap_err();
     assert!(refused.reject_message.contains("No consensus could be reached."), "{}", refused.reject_message);
+}
+
+/// The workspace's Rust test canister, through ic-cdk's management
+/// canister API (which prices each call with `ic0.cost_*`): its public
+/// keys are PocketIC's, k256 and ed25519-dalek verify its ECDSA, BIP340 and
+/// Ed25519 signatures, ic-vetkeys decrypts and verifies its vetKD key, and
+/// its outcall is mocked and transformed.
+fn a_rust_wallet_signs_with_every_key_type_and_fetches_through_ic_cdk() {
+    use ic_management_canister_types::SchnorrAlgorithm;
+    use ic_secp256k1::PocketIcMasterPublicKeyId as Secp256k1;
+    use k256::ecdsa::signature::hazmat::PrehashVerifier;
+    use pocket_ic::common::rest::{CanisterHttpReply, CanisterHttpResponse, MockCanisterHttpResponse};
+
+    type Keyed = Result<(Vec<u8>, Vec<u8>), String>;
+    let pic = PocketIcBuilder::new()
+        .with_ii_subnet()
+        .with_test_threshold_keys_subnet()
+        .with_application_subnet()
+        .build();
+    let app = pic.topology().get_app_subnets()[0];
+    let wallet = pic.create_canister_on_subnet(None, None, app);
+    pic.add_cycles(wallet, 100_000_000_000_000);
+    let wasm = canister_wasm::test_canister("wallet").expect("the wallet builds");
+    pic.install_canister(wallet, wasm, Encode!().unwrap(), None);
+    let call = |method: &str, arg: Vec<u8>| {
+        let reply = pic.update_call(wallet, user(), method, arg).expect("the wallet replies");
+        Decode!(&reply, Keyed).unwrap().unwrap_or_else(|e| panic!("{method}: {e}"))
+    };
+    let path = vec![b"wallet".to_vec()];
+    let message = *b"Hello, world!===================";
+    let bytes = |b: &[u8]| serde_bytes::ByteBuf::from(b.to_vec());
+
+    let (public_key, signature) = call("ecdsa", Encode!(&"key_1", &bytes(&message)).unwrap());
+    let pocket_ic = ic_secp256k1::PublicKey::derive_pocketic_key(Secp256k1::EcdsaKey1, &wallet, &path).0;
+    assert_eq!(public_key, pocket_ic.serialize_sec1(true));
+    let verifying = k256::ecdsa::VerifyingKey::from_sec1_bytes(&public_key).unwrap();
+    verifying
+        .verify_prehash(&message, &k256::ecdsa::Signature::try_from(signature.as_slice()).unwrap())
+        .unwrap();
+
+    let no_root: Option<serde_bytes::ByteBuf> = None;
+    let arg = Encode!(&SchnorrAlgorithm::Bip340secp256k1, &"test_key_1", &bytes(&message), &no_root).unwrap();
+    let (public_key, signature) = call("schnorr", arg);
+    let pocket_ic =
+        ic_secp256k1::PublicKey::derive_pocketic_key(Secp256k1::SchnorrTestKey1, &wallet, &path).0;
+    assert_eq!(public_key, pocket_ic.serialize_sec1(true));
+    let verifying = k256::schnorr::VerifyingKey::from_bytes(&public_key[1..]).unwrap();
+    verifying
+        .verify_prehash(&message, &k256::schnorr::Signature::try_from(signature.as_slice()).unwrap())
+        .unwrap();
+    // Taproot: the tweaked key verifies, as ic-secp256k1 checks BIP341.
+    let root = Some(bytes(&[7; 32]));
+    let arg = Encode!(&SchnorrAlgorithm::Bip340secp256k1, &"test_key_1", &bytes(&message), &root).unwrap();
+    let (_, signature) = call("schnorr", arg);
+    assert!(pocket_ic.verify_bip341_signature(&message, &signature, &[7; 32]));
+
+    let arg = Encode!(&SchnorrAlgorithm::Ed25519, &"dfx_test_key", &bytes(&message), &no_root).unwrap();
+    let (public_key, signature) = call("schnorr", arg);
+    let pocket_ic = ic_ed25519::PublicKey::derive_pocketic_key(
+        ic_ed25519::PocketIcMasterPublicKeyId::DfxTestKey,
+        &wallet,
+        &path,
+    )
+    .0;
+    assert_eq!(public_key, pocket_ic.serialize_raw().to_vec());
+    use ed25519_dalek::Verifier;
+    let verifying = ed25519_dalek::VerifyingKey::from_bytes(&public_key.try_into().unwrap()).unwrap();
+    verifying.verify(&message, &ed25519_dalek::Signature::from_slice(&signature).unwrap()).unwrap();
+
+    let transport = ic_vetkeys::TransportSecretKey::from_seed(vec![9; 32]).unwrap();
+    let arg = Encode!(&"dfx_test_key", &bytes(b"notes"), &bytes(b"alice"), &bytes(&transport.public_key()))
+        .unwrap();
+    let (public_key, encrypted) = call("vetkd", arg);
+    let public_key = ic_vetkeys::DerivedPublicKey::deserialize(&public_key).unwrap();
+    let encrypted = ic_vetkeys::EncryptedVetKey::deserialize(&encrypted).unwrap();
+    encrypted.decrypt_and_verify(&transport, &public_key, b"alice").expect("ic-vetkeys verifies it");
+
+    let fetch =
+        pic.submit_call(wallet, user(), "fetch", Encode!(&"https://prices.example/").unwrap()).unwrap();
+    pic.tick();
+    let request = pic.get_canister_http().pop().expect("the outcall waits");
+    let reply = CanisterHttpReply { status: 200, headers: vec![], body: b"4.20".to_vec() };
+    pic.mock_canister_http_response(MockCanisterHttpResponse {
+        subnet_id: request.subnet_id,
+        request_id: request.request_id,
+        response: CanisterHttpResponse::CanisterHttpReply(reply),
+        additional_responses: vec![],
+    });
+    let fetched = Decode!(
+        &pic.await_call(fetch).unwrap(),
+        Result<ic_management_canister_types::HttpRequestResult, String>
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!((fetched.body, fetched.headers[0].value.as_str()), (b"4.20".to_vec(), "wallet"));
 }
 
 /// `set_certified_time` moves the time on, as `set_time` does.
