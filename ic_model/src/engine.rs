@@ -173,6 +173,9 @@ pub trait Engine {
     /// The chain keys the network holds, by name, which canisters see in
     /// the `ic0.cost_sign_with_*` functions.
     fn set_chain_keys(&mut self, names: BTreeSet<String>);
+    /// The rounds a message takes to reach another subnet (0: it is
+    /// inducted there in the next round, as on PocketIC).
+    fn xnet_latency_rounds(&self) -> u64;
     /// What an HTTPS outcall of `request_bytes` costs that may take
     /// `max_response_bytes`, as the subnet prices it (`ic0.cost_http_request`).
     fn http_request_fee(&self, request_bytes: u64, max_response_bytes: u64) -> u128;

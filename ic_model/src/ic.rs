@@ -56,6 +56,30 @@ pub struct IcState {
     pub(crate) chain_keys: ChainKeys,
     /// The HTTPS outcalls waiting for responses.
     pub(crate) outcalls: Outcalls,
+    /// Signatures and vetKD keys on their way back (see [`Ic::execute_round`]).
+    pub(crate) signatures: HeldAnswers,
+}
+
+/// Answers to canisters' calls that take rounds to come: the rounds this
+/// model has executed, and each answer with the round it is due in.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct HeldAnswers {
+    round: u64,
+    held: Vec<HeldAnswer>,
+}
+
+impl HeldAnswers {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct HeldAnswer {
+    due: u64,
+    call: u64,
+    result: Result<Vec<u8>, Reject>,
+    accepted: u128,
 }
 
 /// The IC over the engine `E`.
@@ -80,6 +104,7 @@ impl<E: Engine> Ic<E> {
             raw_rand: RawRand::new(keys.seed()),
             chain_keys: ChainKeys::default(),
             outcalls: Outcalls::default(),
+            signatures: HeldAnswers::default(),
         };
         Self::resume(engine, keys, state)
     }
@@ -259,9 +284,22 @@ impl<E: Engine> Ic<E> {
     /// canisters submitted since the last round; and answers the calls the
     /// engine's canisters made to the management canister and the system
     /// canisters, whose answers go back in the next round.
+    ///
+    /// A signature or a vetKD key is made on the subnet that holds its key,
+    /// which on mainnet is another subnet: it comes back after a round trip
+    /// between subnets (2 × [`Engine::xnet_latency_rounds`]; on PocketIC's
+    /// profile, in the next round as every answer of the model's).
     pub fn execute_round(&mut self) {
         self.engine.execute_round();
         self.execute_ingress_to_model();
+        let signatures = &mut self.state.signatures;
+        signatures.round += 1;
+        let round = signatures.round;
+        let (due, held) = std::mem::take(&mut signatures.held).into_iter().partition(|h| h.due <= round);
+        signatures.held = held;
+        for HeldAnswer { call, result, accepted, .. } in due {
+            self.engine.answer_call(call, result, accepted);
+        }
         for call in self.engine.calls_to_model() {
             let (result, accepted) = if call.callee == Principal::management_canister() {
                 let (caller, cycles) = (call.caller, call.cycles);
@@ -276,6 +314,16 @@ impl<E: Engine> Ic<E> {
                 );
                 // An outcall is answered when its responses come.
                 let Some(answer) = answer else { continue };
+                let delay = 2 * self.engine.xnet_latency_rounds();
+                if delay > 0
+                    && answer.0.is_ok()
+                    && management::chain_keys::PAID.contains(&call.method.as_str())
+                {
+                    let (result, accepted) = answer;
+                    let due = self.state.signatures.round + delay;
+                    self.state.signatures.held.push(HeldAnswer { due, call: call.id, result, accepted });
+                    continue;
+                }
                 answer
             } else {
                 let answer = self.with_system_canisters(|system, ic| {

@@ -77,7 +77,7 @@ impl<E: Engine> Ic<E> {
     /// Whether messages wait for the next round: the engine's, or those the
     /// model executes.
     pub fn busy(&self) -> bool {
-        self.engine.busy() || !self.state.ingress.for_model.is_empty()
+        self.engine.busy() || !self.state.ingress.for_model.is_empty() || !self.state.signatures.is_empty()
     }
 
     /// How many ingress messages the model itself has executed (those to

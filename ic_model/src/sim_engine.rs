@@ -285,6 +285,10 @@ impl Engine for Sim {
         Sim::set_chain_keys(self, names);
     }
 
+    fn xnet_latency_rounds(&self) -> u64 {
+        self.config().xnet_latency_rounds
+    }
+
     fn http_request_fee(&self, request_bytes: u64, max_response_bytes: u64) -> u128 {
         sim::http_request_fee(u128::from(request_bytes), u128::from(max_response_bytes))
     }

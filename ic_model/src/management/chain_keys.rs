@@ -37,8 +37,9 @@ pub(super) const METHODS: [&str; 6] = [
     "vetkd_derive_key",
 ];
 
-/// The methods that charge [`SIGNATURE_FEE`].
-const PAID: [&str; 3] = ["sign_with_ecdsa", "sign_with_schnorr", "vetkd_derive_key"];
+/// The methods that charge [`SIGNATURE_FEE`]: a signature or a key, made
+/// on the subnet that holds the key.
+pub(crate) const PAID: [&str; 3] = ["sign_with_ecdsa", "sign_with_schnorr", "vetkd_derive_key"];
 
 /// The names of the keys a network may hold, as PocketIC offers them.
 pub const KEY_NAMES: [&str; 3] = ["key_1", "test_key_1", "dfx_test_key"];
