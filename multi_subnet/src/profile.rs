@@ -7,13 +7,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
 
-/// Rounds an XNet message takes from the round that sends it to the round
-/// that inducts it: "about that of an ingress message, about 2 consensus
-/// rounds" (DFINITY, forum.dfinity.org/t/communication-between-subnets/1766),
-/// so that a request-response round trip takes 4 rounds, the lower end of
-/// the 4-5 measured there and in forum thread 62931 ("at least four
-/// consensus rounds at low load").
-pub const MAINNET_XNET_LATENCY_ROUNDS: u64 = 2;
+pub use sim::MAINNET_XNET_LATENCY_ROUNDS;
 
 /// About one block a second on application subnets (the same threads; less
 /// after the notarization-delay reductions of forum thread 35956).

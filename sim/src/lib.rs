@@ -83,9 +83,9 @@ pub use module::is_memory64;
 pub use persist::SavedSim;
 pub use sim::{
     Action, Event, Faults, IC_ROOT_KEY, IDS_PER_SUBNET, INSTRUCTION_OVERHEAD_PER_QUERY_CALL, IdRanges,
-    MAX_QUERY_CALL_DEPTH, MAX_QUERY_CALL_GRAPH_INSTRUCTIONS, ONE_SECOND_NS, OutsideCall, Outstanding,
-    RoundLimits, Settings, Sim, SimBuilder, SimConfig, Stall, TrapRate, Traps, UPDATE_CALL_ROUND_LIMIT,
-    canister_id, canister_number,
+    MAINNET_XNET_LATENCY_ROUNDS, MAX_QUERY_CALL_DEPTH, MAX_QUERY_CALL_GRAPH_INSTRUCTIONS, ONE_SECOND_NS,
+    OutsideCall, Outstanding, RoundLimits, Settings, Sim, SimBuilder, SimConfig, Stall, TrapRate, Traps,
+    UPDATE_CALL_ROUND_LIMIT, canister_id, canister_number,
 };
 pub use stats::{CallsFrom, CanisterStats, RejectCounts};
 pub use system_api::{CYCLES_MINTING_CANISTER, LogRecord};

@@ -5,6 +5,7 @@
 
 mod blobstore;
 mod errors;
+mod extensions;
 mod instance;
 mod instances;
 mod lifetime;

@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 use crate::DESCRIPTION;
 use crate::blobstore::BlobStore;
 use crate::errors::{self, ApiError, Body};
+use crate::extensions;
 use crate::instance;
 use crate::instances::{Limits, Store};
 use crate::lifetime::{Activity, Lifetime};
@@ -57,11 +58,12 @@ fn both<S: Clone + Send + Sync + 'static>(
 }
 
 fn router(limits: Limits) -> Router {
-    let routes: [(&str, MethodRouter<Arc<Server>>); 26] = [
+    let routes: [(&str, MethodRouter<Arc<Server>>); 27] = [
         ("/instances", get(list).post(create)),
         ("/instances/{id}", axum::routing::delete(delete)),
         ("/instances/{id}/read/topology", get(topology)),
         ("/instances/{id}/_/topology", get(topology)),
+        ("/instances/{id}/_/latency", get(get_latency).post(set_latency)),
         ("/instances/{id}/read/get_time", get(get_time)),
         ("/instances/{id}/read/query", post(query)),
         ("/instances/{id}/read/ingress_status", post(ingress_status)),
@@ -249,6 +251,19 @@ async fn delete(State(server): App, Path(id): Path<String>) -> Result<StatusCode
 
 async fn topology(State(server): App, Path(id): Path<String>) -> Answer<Topology> {
     Ok(Json(server.instances.topology(instance_id(&id)?)?))
+}
+
+/// This project's extension: the instance's rounds between subnets.
+async fn get_latency(State(server): App, Path(id): Path<String>) -> Answer<extensions::Latency> {
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::latency(i)).await?))
+}
+
+async fn set_latency(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(set): Body<extensions::SetLatency>,
+) -> Answer<extensions::Latency> {
+    Ok(Json(server.instances.with(instance_id(&id)?, move |i| extensions::set_latency(i, set)).await??))
 }
 
 async fn get_time(State(server): App, Path(id): Path<String>) -> Answer<RawTime> {

@@ -30,6 +30,7 @@ const TESTS: &[(&str, fn())] = tests![
     the_ii_and_test_keys_subnets_sign_with_pocket_ics_keys,
     a_motoko_oracles_outcall_is_mocked_transformed_and_delivered,
     a_rust_wallet_signs_with_every_key_type_and_fetches_through_ic_cdk,
+    an_instance_takes_mainnets_rounds_between_subnets_when_told,
     certified_time_is_the_time_set,
 ];
 
@@ -511,6 +512,57 @@ fn a_rust_wallet_signs_with_every_key_type_and_fetches_through_ic_cdk() {
     .unwrap()
     .unwrap();
     assert_eq!((fetched.body, fetched.headers[0].value.as_str()), (b"4.20".to_vec(), "wallet"));
+}
+
+/// This project's extension (`/instances/<id>/_/latency`): told
+/// `mainnet`, an instance makes the example's calls to another subnet take
+/// 2 rounds each way; told back, one round trip a round again. A bad value
+/// is refused with the reason, and nothing changes.
+fn an_instance_takes_mainnets_rounds_between_subnets_when_told() {
+    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
+    let pic = PocketIcBuilder::new().with_application_subnet().with_application_subnet().build();
+    let subnets = pic.topology().get_app_subnets();
+    let caller = pic.create_canister_on_subnet(Some(user()), None, subnets[0]);
+    let callee = pic.create_canister_on_subnet(Some(user()), None, subnets[1]);
+    for (canister, wasm) in [(callee, wasms.callee), (caller, wasms.caller)] {
+        pic.add_cycles(canister, 2_000_000_000_000);
+        pic.install_canister(canister, wasm, Encode!().unwrap(), Some(user()));
+    }
+    pic.update_call(caller, user(), "setup_callee", Encode!(&callee).unwrap()).expect("setup_callee");
+    let rounds_for_ten_sequential_calls = || {
+        let call = pic.submit_call(caller, user(), "sequential_calls", Encode!(&10u64).unwrap()).unwrap();
+        let ticks_before = (0..).find(|_| {
+            pic.tick();
+            pic.ingress_status(call.clone()).is_some()
+        });
+        ticks_before.expect("it finishes") + 1
+    };
+    let latency = pic.get_server_url().join(&format!("instances/{}/_/latency", pic.instance_id())).unwrap();
+    let client = reqwest::blocking::Client::new();
+    let set = |body: &str| {
+        let answer =
+            client.post(latency.clone()).header("content-type", "application/json").body(body.to_string());
+        let answer = answer.send().expect("an answer");
+        (answer.status().as_u16(), answer.text().unwrap())
+    };
+    let got = || client.get(latency.clone()).send().unwrap().text().unwrap();
+    assert_eq!(got(), r#"{"profile":"pocket-ic","xnet_latency_rounds":0}"#);
+    let pocket_ic = rounds_for_ten_sequential_calls();
+    assert_eq!(
+        set(r#"{"profile":"mainnet"}"#),
+        (200, r#"{"profile":"mainnet","xnet_latency_rounds":2}"#.into())
+    );
+    let mainnet = rounds_for_ten_sequential_calls();
+    // 10 round trips of at least 4 rounds each, against about 1 each.
+    assert!(
+        mainnet >= 40 && pocket_ic <= 15,
+        "{pocket_ic} rounds on PocketIC's profile, {mainnet} on mainnet's"
+    );
+    let (status, why) = set(r#"{"xnet_latency_rounds":5000}"#);
+    assert_eq!(status, 400);
+    assert!(why.contains("more than 1000"), "{why}");
+    assert_eq!(set(r#"{"profile":"pocket-ic"}"#).0, 200);
+    assert_eq!(rounds_for_ten_sequential_calls(), pocket_ic);
 }
 
 /// `set_certified_time` moves the time on, as `set_time` does.

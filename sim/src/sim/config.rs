@@ -49,6 +49,14 @@ impl Default for RoundLimits {
     }
 }
 
+/// Rounds an XNet message takes from the round that sends it to the round
+/// that inducts it on mainnet: "about that of an ingress message, about 2
+/// consensus rounds" (DFINITY, forum.dfinity.org/t/communication-between-subnets/1766),
+/// so that a request-response round trip takes 4 rounds, the lower end of
+/// the 4-5 measured there and in forum thread 62931 ("at least four
+/// consensus rounds at low load").
+pub const MAINNET_XNET_LATENCY_ROUNDS: u64 = 2;
+
 /// The model's parameters.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct SimConfig {

@@ -25,7 +25,9 @@ mod scheduler;
 
 pub use crate::canister::TrapRate;
 pub use crate::error::SimError;
-pub use config::{ONE_SECOND_NS, RoundLimits, SimBuilder, SimConfig, UPDATE_CALL_ROUND_LIMIT};
+pub use config::{
+    MAINNET_XNET_LATENCY_ROUNDS, ONE_SECOND_NS, RoundLimits, SimBuilder, SimConfig, UPDATE_CALL_ROUND_LIMIT,
+};
 pub(crate) use faults::FaultState;
 pub use faults::{Action, Event, Faults, Stall, Traps};
 pub(crate) use ingress::IngressState;
@@ -466,6 +468,13 @@ impl Sim {
             canister.system_state_mut().network.root_key = der.clone();
         }
         self.root_key = der;
+    }
+
+    /// From now on a message to another subnet takes `rounds` to be
+    /// inducted there (see [`SimConfig::xnet_latency_rounds`]); those
+    /// already on their way arrive when they were due.
+    pub fn set_xnet_latency_rounds(&mut self, rounds: u64) {
+        self.config.xnet_latency_rounds = rounds;
     }
 
     /// From now on the network holds the chain keys `names` (each for every
