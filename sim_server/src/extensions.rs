@@ -2,9 +2,13 @@
 //! `/instances/<id>/_/`: what only the simulator models. PocketIC's clients
 //! never call them; a test reaches them with any HTTP client (or
 //! `multi_subnet`'s own). `latency`: how many rounds a message takes to
-//! another subnet, by a named profile or a number, at any time.
+//! another subnet, by a named profile or a number, at any time. `faults`:
+//! seeded faults (the simulator's `Faults`, with rounds counted from now),
+//! turned on, read back as a log, and turned off.
 
+use candid::Principal;
 use serde::{Deserialize, Serialize};
+use sim::{Action, Event, Faults, Stall, TrapRate, Traps};
 
 use crate::errors::ApiError;
 use crate::instance::Instance;
@@ -66,4 +70,125 @@ pub fn set_latency(instance: &mut Instance, set: SetLatency) -> Result<Latency, 
     };
     instance.engine.set_xnet_latency_rounds(rounds);
     Ok(latency(instance))
+}
+
+/// `POST /instances/<id>/_/faults`: what goes wrong from now on, replacing
+/// what went wrong before. Rounds count from the instance's current round.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// Seeds every random choice: the same spec and seed, the same run.
+    #[serde(default)]
+    pub seed: u64,
+    /// Canisters whose update executions trap now and then.
+    #[serde(default)]
+    pub traps: Vec<TrapSpec>,
+    /// The share of best-effort responses shed on their way (0 to 1).
+    #[serde(default)]
+    pub drop_best_effort_responses: f64,
+    /// Subnets that execute nothing for a while.
+    #[serde(default)]
+    pub stalls: Vec<StallSpec>,
+    /// What is done to canisters, by round.
+    #[serde(default)]
+    pub events: Vec<EventSpec>,
+}
+
+/// A canister that traps on every `every`-th update execution, or on each
+/// with probability `chance`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrapSpec {
+    pub canister: Principal,
+    pub every: Option<u64>,
+    pub chance: Option<f64>,
+}
+
+/// A subnet that executes nothing for `rounds` rounds, `after_rounds` from now.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StallSpec {
+    pub subnet: Principal,
+    #[serde(default)]
+    pub after_rounds: u64,
+    pub rounds: u64,
+}
+
+/// Something done to a canister `after_rounds` from now, as its controller would.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    pub canister: Principal,
+    #[serde(default)]
+    pub after_rounds: u64,
+    pub action: ActionSpec,
+}
+
+/// What an event does: `"stop"`, `"start"`, `"delete"` (once stopped), or
+/// `{"run_out_of_cycles": {"left": N}}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionSpec {
+    Stop,
+    Start,
+    Delete,
+    RunOutOfCycles { left: u128 },
+}
+
+/// What `GET /instances/<id>/_/faults` answers: what the events did, a
+/// line each (`round 5: stopped <id>`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FaultLog {
+    pub log: Vec<String>,
+}
+
+pub fn inject_faults(instance: &mut Instance, spec: FaultSpec) -> Result<(), ApiError> {
+    let sim = &mut instance.engine;
+    let now = sim.ticks();
+    let bad = |why: String| Err(ApiError::bad_request(why));
+    let share = |what: &str, p: f64| {
+        if (0.0..=1.0).contains(&p) {
+            Ok(p)
+        } else {
+            Err(ApiError::bad_request(format!("{what} {p} is not between 0 and 1")))
+        }
+    };
+    let mut traps = vec![];
+    for trap in spec.traps {
+        let rate = match (trap.every, trap.chance) {
+            (Some(k), None) => TrapRate::EveryKth(k),
+            (None, Some(p)) => TrapRate::Fraction(share("chance", p)?),
+            _ => return bad(format!("a trap on {} gives `every` or `chance`, one of them", trap.canister)),
+        };
+        traps.push(Traps { canister: trap.canister, rate });
+    }
+    let subnets = sim.subnets();
+    let mut stalls = vec![];
+    for stall in spec.stalls {
+        let Some(subnet) = subnets.iter().position(|&s| s == stall.subnet) else {
+            return bad(format!("no subnet {} on this instance", stall.subnet));
+        };
+        stalls.push(Stall { subnet, from_round: now + stall.after_rounds, rounds: stall.rounds });
+    }
+    let events = spec
+        .events
+        .into_iter()
+        .map(|event| Event {
+            round: now + event.after_rounds,
+            canister: event.canister,
+            action: match event.action {
+                ActionSpec::Stop => Action::Stop,
+                ActionSpec::Start => Action::Start,
+                ActionSpec::Delete => Action::Delete,
+                ActionSpec::RunOutOfCycles { left } => Action::RunOutOfCycles { left },
+            },
+        })
+        .collect();
+    let drop_best_effort_responses = share("drop_best_effort_responses", spec.drop_best_effort_responses)?;
+    let faults = Faults { seed: spec.seed, traps, drop_best_effort_responses, stalls, events };
+    sim.inject_faults(faults).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+pub fn fault_log(instance: &Instance) -> FaultLog {
+    FaultLog { log: instance.engine.fault_log().to_vec() }
 }

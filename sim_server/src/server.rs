@@ -58,12 +58,13 @@ fn both<S: Clone + Send + Sync + 'static>(
 }
 
 fn router(limits: Limits) -> Router {
-    let routes: [(&str, MethodRouter<Arc<Server>>); 27] = [
+    let routes: [(&str, MethodRouter<Arc<Server>>); 28] = [
         ("/instances", get(list).post(create)),
         ("/instances/{id}", axum::routing::delete(delete)),
         ("/instances/{id}/read/topology", get(topology)),
         ("/instances/{id}/_/topology", get(topology)),
         ("/instances/{id}/_/latency", get(get_latency).post(set_latency)),
+        ("/instances/{id}/_/faults", get(get_faults).post(inject_faults).delete(clear_faults)),
         ("/instances/{id}/read/get_time", get(get_time)),
         ("/instances/{id}/read/query", post(query)),
         ("/instances/{id}/read/ingress_status", post(ingress_status)),
@@ -264,6 +265,27 @@ async fn set_latency(
     Body(set): Body<extensions::SetLatency>,
 ) -> Answer<extensions::Latency> {
     Ok(Json(server.instances.with(instance_id(&id)?, move |i| extensions::set_latency(i, set)).await??))
+}
+
+/// This project's extension: seeded faults from now on.
+async fn inject_faults(
+    State(server): App,
+    Path(id): Path<String>,
+    Body(spec): Body<extensions::FaultSpec>,
+) -> Answer<()> {
+    server.instances.with(instance_id(&id)?, move |i| extensions::inject_faults(i, spec)).await??;
+    Ok(Json(()))
+}
+
+async fn get_faults(State(server): App, Path(id): Path<String>) -> Answer<extensions::FaultLog> {
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::fault_log(i)).await?))
+}
+
+/// No fault from now on.
+async fn clear_faults(State(server): App, Path(id): Path<String>) -> Answer<()> {
+    let cleared = |i: &mut instance::Instance| extensions::inject_faults(i, extensions::FaultSpec::default());
+    server.instances.with(instance_id(&id)?, cleared).await??;
+    Ok(Json(()))
 }
 
 async fn get_time(State(server): App, Path(id): Path<String>) -> Answer<RawTime> {

@@ -31,6 +31,7 @@ const TESTS: &[(&str, fn())] = tests![
     a_motoko_oracles_outcall_is_mocked_transformed_and_delivered,
     a_rust_wallet_signs_with_every_key_type_and_fetches_through_ic_cdk,
     an_instance_takes_mainnets_rounds_between_subnets_when_told,
+    seeded_faults_are_turned_on_and_off_through_the_extension,
     certified_time_is_the_time_set,
 ];
 
@@ -563,6 +564,51 @@ fn an_instance_takes_mainnets_rounds_between_subnets_when_told() {
     assert!(why.contains("more than 1000"), "{why}");
     assert_eq!(set(r#"{"profile":"pocket-ic"}"#).0, 200);
     assert_eq!(rounds_for_ten_sequential_calls(), pocket_ic);
+}
+
+/// This project's extension (`/instances/<id>/_/faults`): the callee
+/// traps on every 2nd execution, so 5 of the example's 10 sequential calls
+/// fail; an event stops it and the log says when; turned off, all 10
+/// succeed. A spec naming no canister of the instance is refused.
+fn seeded_faults_are_turned_on_and_off_through_the_extension() {
+    let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
+    let pic = PocketIc::new();
+    let (caller, callee) = (pic.create_canister(), pic.create_canister());
+    for (canister, wasm) in [(callee, wasms.callee), (caller, wasms.caller)] {
+        pic.add_cycles(canister, 2_000_000_000_000);
+        pic.install_canister(canister, wasm, Encode!().unwrap(), None);
+    }
+    pic.update_call(caller, Principal::anonymous(), "setup_callee", Encode!(&callee).unwrap()).unwrap();
+    let succeeded = || {
+        let reply = pic
+            .update_call(caller, Principal::anonymous(), "sequential_calls", Encode!(&10u64).unwrap())
+            .unwrap();
+        Decode!(&reply, u64).unwrap()
+    };
+    let faults = pic.get_server_url().join(&format!("instances/{}/_/faults", pic.instance_id())).unwrap();
+    let client = reqwest::blocking::Client::new();
+    let inject = |spec: String| {
+        let answer = client.post(faults.clone()).header("content-type", "application/json").body(spec);
+        let answer = answer.send().unwrap();
+        (answer.status().as_u16(), answer.text().unwrap())
+    };
+    assert_eq!(succeeded(), 10, "no fault by default");
+    assert_eq!(inject(format!(r#"{{"traps": [{{"canister": "{callee}", "every": 2}}]}}"#)).0, 200);
+    assert_eq!(succeeded(), 5, "every 2nd ping traps");
+    let stop = format!(r#"{{"events": [{{"canister": "{callee}", "after_rounds": 1, "action": "stop"}}]}}"#);
+    assert_eq!(inject(stop).0, 200);
+    pic.tick();
+    pic.tick();
+    let log = client.get(faults.clone()).send().unwrap().text().unwrap();
+    assert!(log.contains(&format!("stopped {callee}")), "{log}");
+    assert_eq!(succeeded(), 0, "a stopped callee answers nothing");
+    assert_eq!(client.delete(faults.clone()).send().unwrap().status().as_u16(), 200);
+    pic.start_canister(callee, None).unwrap();
+    assert_eq!(succeeded(), 10, "turned off");
+    let stranger = Principal::from_slice(&[9; 10]);
+    let (status, why) = inject(format!(r#"{{"traps": [{{"canister": "{stranger}", "every": 2}}]}}"#));
+    assert_eq!(status, 400);
+    assert!(why.contains(&stranger.to_string()), "{why}");
 }
 
 /// `set_certified_time` moves the time on, as `set_time` does.

@@ -162,6 +162,11 @@ impl Canister {
         self.traps = Some(injector);
     }
 
+    /// From now on none of its executions trap by injection.
+    pub(crate) fn clear_traps(&mut self) {
+        self.traps = None;
+    }
+
     /// It takes no new calls; it is stopped once its call contexts have closed.
     pub fn stop(&mut self) {
         self.status =

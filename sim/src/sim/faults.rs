@@ -104,8 +104,17 @@ impl FaultState {
 }
 
 impl Sim {
-    /// Injects `faults`, replacing any injected before.
+    /// Injects `faults`, replacing any injected before (`Faults::default()`
+    /// turns them all off).
     pub fn inject_faults(&mut self, faults: Faults) -> Result<(), SimError> {
+        if let Some(missing) =
+            faults.traps.iter().map(|t| t.canister).find(|id| !self.canisters.contains_key(id))
+        {
+            return Err(SimError::CanisterNotFound(missing));
+        }
+        for canister in self.canisters.values_mut() {
+            canister.clear_traps();
+        }
         for (i, traps) in faults.traps.iter().enumerate() {
             let rng = Pcg64Mcg::seed_from_u64(faults.seed.wrapping_add(1 + i as u64));
             self.canister_mut(traps.canister)?.inject_traps(TrapInjector::new(traps.rate, rng));
