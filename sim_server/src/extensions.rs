@@ -135,11 +135,37 @@ pub enum ActionSpec {
     RunOutOfCycles { left: u128 },
 }
 
-/// What `GET /instances/<id>/_/faults` answers: what the events did, a
-/// line each (`round 5: stopped <id>`).
+/// What `GET /instances/<id>/_/faults` answers: what the events did, what
+/// became of each canister's calls, and what is still open, so that a test
+/// can assert that nothing was lost (all of `outstanding` zero once idle).
 #[derive(Debug, Serialize, Deserialize)]
-pub struct FaultLog {
+pub struct FaultReport {
+    /// What the events did, a line each (`round 5: stopped <id>`).
     pub log: Vec<String>,
+    pub canisters: Vec<CanisterCalls>,
+    pub outstanding: Open,
+}
+
+/// One canister's executions and calls since it was created.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CanisterCalls {
+    pub canister: Principal,
+    /// Executions that trapped, injected or not.
+    pub traps: u64,
+    /// Calls it made that `call_perform` accepted, and refused.
+    pub calls_performed: u64,
+    pub calls_refused: u64,
+    /// Rejects its callbacks got, by reject code (`"5"`: CANISTER_ERROR).
+    pub rejects_received: std::collections::BTreeMap<String, u64>,
+}
+
+/// What is still open across the instance.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Open {
+    pub ingress: usize,
+    pub call_contexts: usize,
+    pub calls_in_flight: u64,
+    pub messages: usize,
 }
 
 pub fn inject_faults(instance: &mut Instance, spec: FaultSpec) -> Result<(), ApiError> {
@@ -189,6 +215,45 @@ pub fn inject_faults(instance: &mut Instance, spec: FaultSpec) -> Result<(), Api
     sim.inject_faults(faults).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
-pub fn fault_log(instance: &Instance) -> FaultLog {
-    FaultLog { log: instance.engine.fault_log().to_vec() }
+pub fn fault_report(instance: &Instance) -> FaultReport {
+    use ic_error_types::RejectCode;
+    let sim = &instance.engine;
+    let codes = [
+        RejectCode::SysFatal,
+        RejectCode::SysTransient,
+        RejectCode::DestinationInvalid,
+        RejectCode::CanisterReject,
+        RejectCode::CanisterError,
+        RejectCode::SysUnknown,
+    ];
+    let canisters = instance
+        .state()
+        .canisters
+        .keys()
+        .filter_map(|&canister| {
+            let stats = sim.stats(canister).ok()?;
+            let rejects_received = codes
+                .iter()
+                .filter_map(|code| Some(((*code as u64).to_string(), *stats.rejects_received.get(code)?)))
+                .collect();
+            Some(CanisterCalls {
+                canister,
+                traps: stats.traps,
+                calls_performed: stats.calls_performed,
+                calls_refused: stats.calls_refused,
+                rejects_received,
+            })
+        })
+        .collect();
+    let open = sim.outstanding();
+    FaultReport {
+        log: sim.fault_log().to_vec(),
+        canisters,
+        outstanding: Open {
+            ingress: open.ingress,
+            call_contexts: open.call_contexts,
+            calls_in_flight: open.calls_in_flight,
+            messages: open.messages,
+        },
+    }
 }

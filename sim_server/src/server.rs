@@ -277,8 +277,8 @@ async fn inject_faults(
     Ok(Json(()))
 }
 
-async fn get_faults(State(server): App, Path(id): Path<String>) -> Answer<extensions::FaultLog> {
-    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::fault_log(i)).await?))
+async fn get_faults(State(server): App, Path(id): Path<String>) -> Answer<extensions::FaultReport> {
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::fault_report(i)).await?))
 }
 
 /// No fault from now on.

@@ -595,6 +595,25 @@ fn seeded_faults_are_turned_on_and_off_through_the_extension() {
     assert_eq!(succeeded(), 10, "no fault by default");
     assert_eq!(inject(format!(r#"{{"traps": [{{"canister": "{callee}", "every": 2}}]}}"#)).0, 200);
     assert_eq!(succeeded(), 5, "every 2nd ping traps");
+    // Every call accounted for: 5 traps on the callee, 5 rejects (code 5)
+    // at the caller, nothing open.
+    let report: serde_json::Value =
+        serde_json::from_str(&client.get(faults.clone()).send().unwrap().text().unwrap()).unwrap();
+    let of = |canister: Principal| {
+        report["canisters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["canister"] == canister.to_text())
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(of(callee)["traps"], 5, "{report}");
+    assert_eq!(of(caller)["rejects_received"]["5"], 5, "{report}");
+    assert_eq!(
+        report["outstanding"],
+        serde_json::json!({"ingress": 0, "call_contexts": 0, "calls_in_flight": 0, "messages": 0})
+    );
     let stop = format!(r#"{{"events": [{{"canister": "{callee}", "after_rounds": 1, "action": "stop"}}]}}"#);
     assert_eq!(inject(stop).0, 200);
     pic.tick();
