@@ -527,6 +527,30 @@ mod chain_keys {
         assert!(seen.answer.unwrap_err().1.contains("invalid transport public key"));
     }
 
+    /// Subnets the end of time apart: a signature is held, not a crash.
+    #[test]
+    fn a_signature_across_an_endless_latency_is_held_without_overflow() {
+        let mut ic = Ic::new(
+            Sim::builder().with_subnets(1).with_xnet_latency_rounds(u64::MAX).build(),
+            Keys::from_seed(3),
+            false,
+        );
+        ic.hold_chain_keys(ChainKeys::all());
+        let canister = forwarder(&mut ic, 0);
+        let hash = vec![7u8; 32];
+        let args =
+            SignWithEcdsaArgs { message_hash: hash, derivation_path: path(), key_id: ecdsa_key("key_1") };
+        let mut call = (SIGNATURE_FEE as u64).to_le_bytes().to_vec();
+        call.extend(("sign_with_ecdsa".len() as u32).to_le_bytes());
+        call.extend(b"sign_with_ecdsa");
+        call.extend(Encode!(&args).unwrap());
+        let number = ic.submit(Effective::None, CanisterCall::new(canister, owner(), "call", call)).unwrap();
+        for _ in 0..5 {
+            ic.execute_round();
+        }
+        assert!(ic.outcome(number).is_none(), "still on its way");
+    }
+
     #[test]
     fn a_network_that_holds_no_keys_says_so_as_pocket_ic_does() {
         let mut ic = network(3);

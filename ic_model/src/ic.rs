@@ -314,13 +314,13 @@ impl<E: Engine> Ic<E> {
                 );
                 // An outcall is answered when its responses come.
                 let Some(answer) = answer else { continue };
-                let delay = 2 * self.engine.xnet_latency_rounds();
+                let delay = self.engine.xnet_latency_rounds().saturating_mul(2);
                 if delay > 0
                     && answer.0.is_ok()
                     && management::chain_keys::PAID.contains(&call.method.as_str())
                 {
                     let (result, accepted) = answer;
-                    let due = self.state.signatures.round + delay;
+                    let due = self.state.signatures.round.saturating_add(delay);
                     self.state.signatures.held.push(HeldAnswer { due, call: call.id, result, accepted });
                     continue;
                 }

@@ -194,13 +194,17 @@ pub fn inject_faults(instance: &mut Instance, spec: FaultSpec) -> Result<(), Api
         let Some(subnet) = subnets.iter().position(|&s| s == stall.subnet) else {
             return bad(format!("no subnet {} on this instance", stall.subnet));
         };
-        stalls.push(Stall { subnet, from_round: now + stall.after_rounds, rounds: stall.rounds });
+        stalls.push(Stall {
+            subnet,
+            from_round: now.saturating_add(stall.after_rounds),
+            rounds: stall.rounds,
+        });
     }
     let events = spec
         .events
         .into_iter()
         .map(|event| Event {
-            round: now + event.after_rounds,
+            round: now.saturating_add(event.after_rounds),
             canister: event.canister,
             action: match event.action {
                 ActionSpec::Stop => Action::Stop,

@@ -624,6 +624,16 @@ fn seeded_faults_are_turned_on_and_off_through_the_extension() {
     assert_eq!(client.delete(faults.clone()).send().unwrap().status().as_u16(), 200);
     pic.start_canister(callee, None).unwrap();
     assert_eq!(succeeded(), 10, "turned off");
+    // Rounds to the end of time are taken as such, not as a crash.
+    let subnet = pic.get_subnet(callee).unwrap();
+    let forever = format!(
+        r#"{{"stalls": [{{"subnet": "{subnet}", "after_rounds": {max}, "rounds": {max}}}],
+            "events": [{{"canister": "{callee}", "after_rounds": {max}, "action": "stop"}}]}}"#,
+        max = u64::MAX
+    );
+    assert_eq!(inject(forever).0, 200);
+    assert_eq!(succeeded(), 10, "nothing is due before the end of time");
+    assert_eq!(client.delete(faults.clone()).send().unwrap().status().as_u16(), 200);
     let stranger = Principal::from_slice(&[9; 10]);
     let (status, why) = inject(format!(r#"{{"traps": [{{"canister": "{stranger}", "every": 2}}]}}"#));
     assert_eq!(status, 400);

@@ -97,9 +97,9 @@ pub(crate) struct FaultState {
 
 impl FaultState {
     fn stalled(&self, subnet: usize, round: u64) -> bool {
-        self.stalls
-            .iter()
-            .any(|s| s.subnet == subnet && (s.from_round..s.from_round + s.rounds).contains(&round))
+        self.stalls.iter().any(|s| {
+            s.subnet == subnet && (s.from_round..s.from_round.saturating_add(s.rounds)).contains(&round)
+        })
     }
 }
 
@@ -221,5 +221,11 @@ mod tests {
         let stalled: Vec<u64> = (0..8).filter(|&r| state.stalled(1, r)).collect();
         assert_eq!(stalled, [3, 4]);
         assert!(!state.stalled(0, 3));
+        // A stall to the end of time covers every later round, and panics on none.
+        let forever = FaultState {
+            stalls: vec![Stall { subnet: 0, from_round: 2, rounds: u64::MAX }],
+            ..Default::default()
+        };
+        assert!(forever.stalled(0, u64::MAX - 1) && !forever.stalled(0, 1));
     }
 }
