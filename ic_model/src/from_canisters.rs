@@ -78,18 +78,27 @@ fn forwarder(ic: &mut Ic<Sim>, subnet: usize) -> Principal {
 /// `canister` calls `method` on the management canister with `cycles`
 /// attached; what it saw, and the rounds the owner's message took.
 fn forward(ic: &mut Ic<Sim>, canister: Principal, method: &str, arg: Vec<u8>, cycles: u64) -> (Seen, u64) {
+    let (outcome, rounds) = run(ic, canister, "call", forwarded(method, arg, cycles));
+    (seen(outcome.expect("the forwarder replies")), rounds)
+}
+
+/// The forwarder's `call` argument for `method` with `arg` and `cycles`.
+fn forwarded(method: &str, arg: Vec<u8>, cycles: u64) -> Vec<u8> {
     let mut forwarded = cycles.to_le_bytes().to_vec();
     forwarded.extend((method.len() as u32).to_le_bytes());
     forwarded.extend(method.as_bytes());
     forwarded.extend(arg);
-    let (outcome, rounds) = run(ic, canister, "call", forwarded);
-    let bytes = outcome.expect("the forwarder replies");
+    forwarded
+}
+
+/// What the forwarder's reply says it saw.
+fn seen(bytes: Vec<u8>) -> Seen {
     let refunded = u128::from_le_bytes(bytes[1..17].try_into().unwrap());
     let answer = match bytes[0] {
         0 => Ok(bytes[17..].to_vec()),
         code => Err((code, String::from_utf8(bytes[17..].to_vec()).unwrap())),
     };
-    (Seen { answer, refunded }, rounds)
+    Seen { answer, refunded }
 }
 
 fn raw_rand(ic: &mut Ic<Sim>, canister: Principal) -> [u8; 32] {
@@ -540,10 +549,7 @@ mod chain_keys {
         let hash = vec![7u8; 32];
         let args =
             SignWithEcdsaArgs { message_hash: hash, derivation_path: path(), key_id: ecdsa_key("key_1") };
-        let mut call = (SIGNATURE_FEE as u64).to_le_bytes().to_vec();
-        call.extend(("sign_with_ecdsa".len() as u32).to_le_bytes());
-        call.extend(b"sign_with_ecdsa");
-        call.extend(Encode!(&args).unwrap());
+        let call = forwarded("sign_with_ecdsa", Encode!(&args).unwrap(), SIGNATURE_FEE as u64);
         let number = ic.submit(Effective::None, CanisterCall::new(canister, owner(), "call", call)).unwrap();
         for _ in 0..5 {
             ic.execute_round();
@@ -619,12 +625,8 @@ mod outcalls {
     /// The forwarder's `http_request` with `cycles`, run until it waits for
     /// its responses: the owner's message and the pending outcall's id.
     fn request(ic: &mut Ic<Sim>, canister: Principal, args: &HttpRequestArgs, cycles: u128) -> (u64, u64) {
-        let mut forwarded = (cycles as u64).to_le_bytes().to_vec();
-        forwarded.extend(("http_request".len() as u32).to_le_bytes());
-        forwarded.extend(b"http_request");
-        forwarded.extend(Encode!(args).unwrap());
-        let number =
-            ic.submit(Effective::None, CanisterCall::new(canister, owner(), "call", forwarded)).unwrap();
+        let call = forwarded("http_request", Encode!(args).unwrap(), cycles as u64);
+        let number = ic.submit(Effective::None, CanisterCall::new(canister, owner(), "call", call)).unwrap();
         for _ in 0..3 {
             ic.execute_round();
         }
@@ -640,13 +642,7 @@ mod outcalls {
         for _ in 0..3 {
             ic.execute_round();
         }
-        let bytes = ic.outcome(number).expect("answered").expect("the forwarder replies");
-        let refunded = u128::from_le_bytes(bytes[1..17].try_into().unwrap());
-        let answer = match bytes[0] {
-            0 => Ok(bytes[17..].to_vec()),
-            code => Err((code, String::from_utf8(bytes[17..].to_vec()).unwrap())),
-        };
-        Seen { answer, refunded }
+        seen(ic.outcome(number).expect("answered").expect("the forwarder replies"))
     }
 
     #[test]

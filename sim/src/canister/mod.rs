@@ -247,18 +247,22 @@ impl Canister {
             CanisterStatus::Running if self.code.is_none() => {
                 (ErrorCode::CanisterWasmModuleNotFound, format!("Canister {} has no wasm module", self.id))
             }
-            CanisterStatus::Running if self.exports(&format!("canister_composite_query {method}")) => (
-                ErrorCode::CompositeQueryCalledInReplicatedMode,
-                "Composite query cannot be called in replicated mode".into(),
-            ),
             CanisterStatus::Running
                 if !self.exports(&format!("canister_update {method}"))
                     && !self.exports(&format!("canister_query {method}")) =>
             {
-                (
-                    ErrorCode::CanisterMethodNotFound,
-                    format!("Canister {} has no update method '{method}'", self.id),
-                )
+                // Looked for only here: a call that runs pays no extra lookup.
+                if self.exports(&format!("canister_composite_query {method}")) {
+                    (
+                        ErrorCode::CompositeQueryCalledInReplicatedMode,
+                        "Composite query cannot be called in replicated mode".into(),
+                    )
+                } else {
+                    (
+                        ErrorCode::CanisterMethodNotFound,
+                        format!("Canister {} has no update method '{method}'", self.id),
+                    )
+                }
             }
             CanisterStatus::Running => return None,
         };
