@@ -30,6 +30,12 @@ pub const MAX_URL_BYTES: usize = 8192;
 /// The most request headers (`MAX_CANISTER_HTTP_HEADER_NUM`).
 pub const MAX_HEADERS: usize = 64;
 
+/// The most outcalls a network keeps waiting at once (the replica's
+/// `MAX_CANISTER_HTTP_REQUESTS_IN_FLIGHT` per subnet): past it, a request
+/// is refused at once, so that no canister grows the pending list without
+/// limit.
+pub const MAX_PENDING: usize = 3_000;
+
 /// The nodes of a subnet, each of which makes a replicated outcall.
 pub const SUBNET_NODES: usize = 13;
 
@@ -92,6 +98,19 @@ impl Outcalls {
     pub fn pending(&self) -> impl Iterator<Item = &Outcall> {
         self.pending.values()
     }
+
+    /// Whether one more may wait; the reject if [`MAX_PENDING`] already do.
+    fn admit(&self) -> Result<(), Reject> {
+        if self.pending.len() < MAX_PENDING {
+            return Ok(());
+        }
+        Err(Reject::of_code(
+            RejectCode::SysTransient,
+            format!(
+                "http_request refused: {MAX_PENDING} HTTPS outcalls already wait for responses; try again later"
+            ),
+        ))
+    }
 }
 
 /// A canister's `http_request`, call `call` of the engine's, with `cycles`
@@ -111,6 +130,9 @@ pub(super) fn request(
         Err(reject) => return Some((Err(reject), 0)),
     };
     let outcalls = ic.outcalls_mut();
+    if let Err(full) = outcalls.admit() {
+        return Some((Err(full), 0));
+    }
     let id = outcalls.next_id;
     outcalls.next_id += 1;
     let outcall = Outcall {
@@ -256,4 +278,36 @@ fn deliver(
 fn size(response: &HttpRequestResult) -> u64 {
     let headers: usize = response.headers.iter().map(|h| h.name.len() + h.value.len()).sum();
     (headers + response.body.len()) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_more_than_max_pending_outcalls_wait() {
+        let mut outcalls = Outcalls::default();
+        let outcall = |id| Outcall {
+            id,
+            subnet: Principal::anonymous(),
+            caller: Principal::anonymous(),
+            method: HttpMethod::GET,
+            url: String::new(),
+            headers: vec![],
+            body: vec![],
+            max_response_bytes: None,
+            replicated: true,
+            transform: None,
+            call: id,
+            fee: 0,
+        };
+        for id in 0..MAX_PENDING as u64 - 1 {
+            outcalls.pending.insert(id, outcall(id));
+        }
+        assert!(outcalls.admit().is_ok());
+        outcalls.pending.insert(u64::MAX, outcall(u64::MAX));
+        let full = outcalls.admit().unwrap_err();
+        assert_eq!(full.code(), RejectCode::SysTransient);
+        assert!(full.message.contains("3000 HTTPS outcalls already wait"), "{}", full.message);
+    }
 }
