@@ -5,7 +5,7 @@
 
 mod blobstore;
 mod errors;
-mod extensions;
+pub mod extensions;
 mod instance;
 mod instances;
 mod lifetime;

@@ -30,6 +30,7 @@ use crate::instance;
 use crate::instances::{Limits, Store};
 use crate::lifetime::{Activity, Lifetime};
 use crate::outcalls;
+use ic_sim_client::api::{FaultReport, FaultSpec, Latency, SetLatency};
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
 /// (above 2 MB the client uploads chunks through the management canister).
@@ -255,36 +256,38 @@ async fn topology(State(server): App, Path(id): Path<String>) -> Answer<Topology
 }
 
 /// This project's extension: the instance's rounds between subnets.
-async fn get_latency(State(server): App, Path(id): Path<String>) -> Answer<extensions::Latency> {
-    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::latency(i)).await?))
+async fn get_latency(State(server): App, Path(id): Path<String>) -> Answer<Latency> {
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::latency(&i.engine)).await?))
 }
 
 async fn set_latency(
     State(server): App,
     Path(id): Path<String>,
-    Body(set): Body<extensions::SetLatency>,
-) -> Answer<extensions::Latency> {
-    Ok(Json(server.instances.with(instance_id(&id)?, move |i| extensions::set_latency(i, set)).await??))
+    Body(set): Body<SetLatency>,
+) -> Answer<Latency> {
+    let set = move |i: &mut instance::Instance| extensions::set_latency(&mut i.engine, set);
+    Ok(Json(server.instances.with(instance_id(&id)?, set).await?.map_err(ApiError::bad_request)?))
 }
 
 /// This project's extension: seeded faults from now on.
 async fn inject_faults(
     State(server): App,
     Path(id): Path<String>,
-    Body(spec): Body<extensions::FaultSpec>,
+    Body(spec): Body<FaultSpec>,
 ) -> Answer<()> {
-    server.instances.with(instance_id(&id)?, move |i| extensions::inject_faults(i, spec)).await??;
+    let inject = move |i: &mut instance::Instance| extensions::inject_faults(&mut i.engine, spec);
+    server.instances.with(instance_id(&id)?, inject).await?.map_err(ApiError::bad_request)?;
     Ok(Json(()))
 }
 
-async fn get_faults(State(server): App, Path(id): Path<String>) -> Answer<extensions::FaultReport> {
-    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::fault_report(i)).await?))
+async fn get_faults(State(server): App, Path(id): Path<String>) -> Answer<FaultReport> {
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::fault_report(&i.engine)).await?))
 }
 
 /// No fault from now on.
 async fn clear_faults(State(server): App, Path(id): Path<String>) -> Answer<()> {
-    let cleared = |i: &mut instance::Instance| extensions::inject_faults(i, extensions::FaultSpec::default());
-    server.instances.with(instance_id(&id)?, cleared).await??;
+    let cleared = |i: &mut instance::Instance| extensions::inject_faults(&mut i.engine, FaultSpec::default());
+    server.instances.with(instance_id(&id)?, cleared).await?.map_err(ApiError::bad_request)?;
     Ok(Json(()))
 }
 

@@ -9,6 +9,8 @@
 //! and then runs the tests in order, as libtest would report them.
 
 use candid::{Decode, Encode, Principal};
+use ic_sim_client::SimulatorExt;
+use ic_sim_client::api::{Action, Blob, FaultSpec, Open, SetLatency};
 use pocket_ic::common::rest::{BlobCompression, SubnetKind};
 use pocket_ic::{PocketIc, PocketIcBuilder};
 use std::process::ExitCode;
@@ -566,10 +568,12 @@ fn an_instance_takes_mainnets_rounds_between_subnets_when_told() {
     assert_eq!(rounds_for_ten_sequential_calls(), pocket_ic);
 }
 
-/// This project's extension (`/instances/<id>/_/faults`): the callee
-/// traps on every 2nd execution, so 5 of the example's 10 sequential calls
-/// fail; an event stops it and the log says when; turned off, all 10
-/// succeed. A spec naming no canister of the instance is refused.
+/// This project's extension (`/instances/<id>/_/faults`), through
+/// `ic-sim-client`: the callee traps on every 2nd execution, so 5 of the
+/// example's 10 sequential calls fail, and the report accounts for each;
+/// an event stops it and the log says when; an upgrade to its own module
+/// keeps its count; turned off, all 10 succeed. A spec naming no canister
+/// of the instance is refused with the reason.
 fn seeded_faults_are_turned_on_and_off_through_the_extension() {
     let wasms = canister_wasm::caller_and_callee().expect("canister wasm");
     let pic = PocketIc::new();
@@ -585,59 +589,61 @@ fn seeded_faults_are_turned_on_and_off_through_the_extension() {
             .unwrap();
         Decode!(&reply, u64).unwrap()
     };
-    let faults = pic.get_server_url().join(&format!("instances/{}/_/faults", pic.instance_id())).unwrap();
-    let client = reqwest::blocking::Client::new();
-    let inject = |spec: String| {
-        let answer = client.post(faults.clone()).header("content-type", "application/json").body(spec);
-        let answer = answer.send().unwrap();
-        (answer.status().as_u16(), answer.text().unwrap())
+    let pings_received = || {
+        let reply = pic.query_call(callee, Principal::anonymous(), "pings_received", Encode!().unwrap());
+        Decode!(&reply.unwrap(), u64).unwrap()
     };
     assert_eq!(succeeded(), 10, "no fault by default");
-    assert_eq!(inject(format!(r#"{{"traps": [{{"canister": "{callee}", "every": 2}}]}}"#)).0, 200);
+    pic.inject_faults(&FaultSpec::seeded(0).trap_every(callee, 2)).unwrap();
     assert_eq!(succeeded(), 5, "every 2nd ping traps");
     // Every call accounted for: 5 traps on the callee, 5 rejects (code 5)
     // at the caller, nothing open.
-    let report: serde_json::Value =
-        serde_json::from_str(&client.get(faults.clone()).send().unwrap().text().unwrap()).unwrap();
-    let of = |canister: Principal| {
-        report["canisters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["canister"] == canister.to_text())
-            .unwrap()
-            .clone()
-    };
-    assert_eq!(of(callee)["traps"], 5, "{report}");
-    assert_eq!(of(caller)["rejects_received"]["5"], 5, "{report}");
-    assert_eq!(
-        report["outstanding"],
-        serde_json::json!({"ingress": 0, "call_contexts": 0, "calls_in_flight": 0, "messages": 0})
+    let report = pic.faults_report().unwrap();
+    assert_eq!(report.canister(callee).unwrap().traps, 5, "{report:?}");
+    assert_eq!(report.canister(caller).unwrap().rejects(5), 5, "{report:?}");
+    assert_eq!(report.outstanding, Open::default(), "{report:?}");
+    let upgraded_and_stopped = FaultSpec::default()
+        .event(callee, 1, Action::Upgrade { wasm: None, arg: Blob(Encode!().unwrap()) })
+        .event(callee, 1, Action::Stop);
+    pic.inject_faults(&upgraded_and_stopped).unwrap();
+    pic.tick();
+    pic.tick();
+    let log = pic.faults_report().unwrap().log;
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(
+        log[0].ends_with(&format!("upgraded {callee}")) && log[1].ends_with(&format!("stopped {callee}"))
     );
-    let stop = format!(r#"{{"events": [{{"canister": "{callee}", "after_rounds": 1, "action": "stop"}}]}}"#);
-    assert_eq!(inject(stop).0, 200);
-    pic.tick();
-    pic.tick();
-    let log = client.get(faults.clone()).send().unwrap().text().unwrap();
-    assert!(log.contains(&format!("stopped {callee}")), "{log}");
     assert_eq!(succeeded(), 0, "a stopped callee answers nothing");
-    assert_eq!(client.delete(faults.clone()).send().unwrap().status().as_u16(), 200);
+    pic.clear_faults().unwrap();
     pic.start_canister(callee, None).unwrap();
+    assert_eq!(pings_received(), 15, "its count survives the upgrade");
     assert_eq!(succeeded(), 10, "turned off");
     // Rounds to the end of time are taken as such, not as a crash.
     let subnet = pic.get_subnet(callee).unwrap();
-    let forever = format!(
-        r#"{{"stalls": [{{"subnet": "{subnet}", "after_rounds": {max}, "rounds": {max}}}],
-            "events": [{{"canister": "{callee}", "after_rounds": {max}, "action": "stop"}}]}}"#,
-        max = u64::MAX
-    );
-    assert_eq!(inject(forever).0, 200);
+    let forever =
+        FaultSpec::default().stall(subnet, u64::MAX, u64::MAX).event(callee, u64::MAX, Action::Stop);
+    pic.inject_faults(&forever).unwrap();
     assert_eq!(succeeded(), 10, "nothing is due before the end of time");
-    assert_eq!(client.delete(faults.clone()).send().unwrap().status().as_u16(), 200);
+    pic.clear_faults().unwrap();
     let stranger = Principal::from_slice(&[9; 10]);
-    let (status, why) = inject(format!(r#"{{"traps": [{{"canister": "{stranger}", "every": 2}}]}}"#));
-    assert_eq!(status, 400);
-    assert!(why.contains(&stranger.to_string()), "{why}");
+    match pic.inject_faults(&FaultSpec::default().trap_every(stranger, 2)) {
+        Err(ic_sim_client::Error::Refused { status, message, .. }) => {
+            assert_eq!(status, 400);
+            assert!(message.contains(&stranger.to_string()), "{message}");
+        }
+        other => panic!("a stranger's trap: {other:?}"),
+    }
+    // The same endpoints, awaited.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        use ic_sim_client::nonblocking::SimulatorExt as _;
+        let pic = pocket_ic::nonblocking::PocketIc::new().await;
+        let latency = pic.set_latency(SetLatency::MAINNET).await.unwrap();
+        assert_eq!(latency.xnet_latency_rounds, sim::MAINNET_XNET_LATENCY_ROUNDS);
+        assert_eq!(pic.latency().await.unwrap(), latency);
+        assert_eq!(pic.faults_report().await.unwrap().outstanding, Open::default());
+        pic.drop().await;
+    });
 }
 
 /// `set_certified_time` moves the time on, as `set_time` does.

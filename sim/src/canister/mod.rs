@@ -191,6 +191,11 @@ impl Canister {
         self.code.as_ref().map_or(0, |c| c.code.memory_len(&self.store) as u64)
     }
 
+    /// The module it runs, if any.
+    pub fn wasm_module(&self) -> Option<&[u8]> {
+        self.code.as_ref().map(|c| c.code.module.wasm())
+    }
+
     fn exports(&self, name: &str) -> bool {
         self.code.as_ref().is_some_and(|c| c.code.module.exports(name))
     }

@@ -93,6 +93,8 @@ pub(crate) struct FaultState {
     /// Events not applied yet, in the order given (stable-sorted by round).
     events: Vec<Event>,
     log: Vec<String>,
+    /// Responses shed so far.
+    dropped: u64,
 }
 
 impl FaultState {
@@ -127,6 +129,7 @@ impl Sim {
             stalls: faults.stalls,
             events,
             log: vec![],
+            dropped: 0,
         };
         Ok(())
     }
@@ -134,6 +137,11 @@ impl Sim {
     /// What the injected events did, a line each (`round 5: stopped <id>`).
     pub fn fault_log(&self) -> &[String] {
         &self.faults.log
+    }
+
+    /// The best-effort responses shed since faults were last injected.
+    pub fn dropped_responses(&self) -> u64 {
+        self.faults.dropped
     }
 
     pub(super) fn is_stalled(&self, subnet: usize) -> bool {
@@ -204,6 +212,7 @@ impl Sim {
         if !best_effort || !chance(rng, self.faults.drop_rate) {
             return response;
         }
+        self.faults.dropped += 1;
         let payload =
             Payload::reject(ErrorCode::ResponseDropped, "Response dropped: shed by the simulator's faults");
         Response { payload, refund: 0, ..response }

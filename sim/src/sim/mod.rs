@@ -409,6 +409,16 @@ impl Sim {
         Ok(self.canister(id)?.system_state().canister_version)
     }
 
+    /// Every canister's id, in ascending order.
+    pub fn canister_ids(&self) -> impl Iterator<Item = Principal> + '_ {
+        self.canisters.keys().copied()
+    }
+
+    /// The module the canister runs, if any.
+    pub fn wasm_module(&self, id: Principal) -> Result<Option<&[u8]>, SimError> {
+        Ok(self.canister(id)?.wasm_module())
+    }
+
     /// The size in bytes of the canister's wasm memory (its heap).
     pub fn wasm_memory_size(&self, id: Principal) -> Result<u64, SimError> {
         Ok(self.canister(id)?.wasm_memory_size())

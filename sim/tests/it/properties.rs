@@ -296,7 +296,16 @@ fn fan_out_run(wasms: &canister_wasm::CanisterWasms, restore_at: Option<u64>) ->
     let probe_state = probe_state(&mut sim, probe);
     let shown = format!(
         "{:?}",
-        (replies, stats, sim.time(), sim.ticks(), sim.outstanding(), sim.fault_log(), probe_state)
+        (
+            replies,
+            stats,
+            sim.time(),
+            sim.ticks(),
+            sim.outstanding(),
+            sim.fault_log(),
+            sim.dropped_responses(),
+            probe_state
+        )
     );
     Run { sim, shown, in_flight, waiter, caller, trapping: callees[0] }
 }
@@ -314,6 +323,7 @@ fn a_run_saved_and_restored_at_any_tick_ends_as_the_run_that_never_stopped() {
     let timed_out = |id| stats(id).rejects_received.get(&RejectCode::SysUnknown).copied();
     assert_eq!(timed_out(run.waiter), Some(1), "its deadline passed");
     assert!(timed_out(run.caller).is_some(), "responses were shed");
+    assert!(run.sim.dropped_responses() > 0, "and counted");
     assert!(stats(run.trapping).traps > 0, "executions trapped");
     let log = run.sim.fault_log().join("\n");
     assert!(log.contains("round 12: stopped") && log.contains("round 16: started"), "{log}");
