@@ -3,15 +3,13 @@
 
 use anyhow::{Context, Result, anyhow};
 use candid::{Principal, encode_args};
+use ic_sim_client::api::{Action, Blob, FaultSpec};
 use interface::{FailureKind, Plan, Report, RetryPolicy, Strategy};
 use serde::Serialize;
-use sim::{Action, Event, Faults, Outstanding, Sim, Stall, TrapRate, Traps};
 use std::collections::BTreeMap;
 
 use crate::caller_client::round_limit;
-use crate::engines::Interface;
-use crate::engines::sim::sim_engine;
-use crate::engines::{Engine, EngineKind, TimeStep};
+use crate::engines::{Engine, EngineFactory, EngineKind, TimeStep};
 use crate::report::{Format, failure_notes};
 use crate::rounds::{self, RoundLimit};
 use crate::scenario::{self, Deployment, Topology};
@@ -65,53 +63,35 @@ impl Fault {
         clap::ValueEnum::to_possible_value(&self).expect("none skipped").get_name().to_string()
     }
 
-    /// The simulator's faults for a run on `d` whose first round follows `start`.
-    fn inject(self, seed: u64, d: &Deployment, start: u64, wasms: &CanisterWasms) -> Faults {
-        let at = |round: u64, canister: Principal, action: Action| Event {
-            round: start + round,
-            canister,
-            action,
-        };
+    /// The faults of a run on `d`, whose IC has `subnets`: a spec as any
+    /// client sends it to the simulator (`ic-sim-client`), rounds counted
+    /// from the round that executes the run's first message.
+    fn spec(self, seed: u64, d: &Deployment, subnets: &[Principal]) -> FaultSpec {
         let callee = d.callee();
-        let upgrade =
-            |wasm: &[u8]| Action::Upgrade { wasm: wasm.to_vec(), arg: encode_args(()).expect("encodes") };
-        let every_7th = Traps { canister: callee, rate: TrapRate::EveryKth(7) };
-        let mut faults = Faults { seed, ..Faults::default() };
+        let upgrade = || Action::Upgrade { wasm: None, arg: Blob(encode_args(()).expect("encodes")) };
+        let spec = FaultSpec::seeded(seed);
         match self {
-            Self::None => {}
-            Self::CalleeTraps => faults.traps.push(Traps { canister: callee, rate: TrapRate::Fraction(0.1) }),
-            Self::CalleeTrapsEvery7th => faults.traps.push(every_7th),
-            Self::CalleeStopped => {
-                faults.events = vec![at(2, callee, Action::Stop), at(6, callee, Action::Start)]
-            }
-            Self::CalleeUpgraded => {
-                faults.events = vec![
-                    at(2, callee, Action::Stop),
-                    at(3, callee, upgrade(&wasms.callee)),
-                    at(4, callee, Action::Start),
-                ]
-            }
-            Self::CalleeDeleted => {
-                faults.events = vec![at(2, callee, Action::Stop), at(4, callee, Action::Delete)]
-            }
-            Self::SubnetStalled => {
-                let subnet = d.topology.subnets() - 1;
-                faults.stalls.push(Stall { subnet, from_round: start + 2, rounds: 20 })
-            }
-            Self::ResponsesDropped => faults.drop_best_effort_responses = 0.05,
-            Self::CallerUpgraded => {
-                faults.traps.push(every_7th);
-                faults.events = vec![
-                    at(2, d.caller, Action::Stop),
-                    at(2, d.caller, upgrade(&wasms.caller)),
-                    at(2, d.caller, Action::Start),
-                ]
-            }
+            Self::None => spec,
+            Self::CalleeTraps => spec.trap_chance(callee, 0.1),
+            Self::CalleeTrapsEvery7th => spec.trap_every(callee, 7),
+            Self::CalleeStopped => spec.event(callee, 2, Action::Stop).event(callee, 6, Action::Start),
+            Self::CalleeUpgraded => spec.event(callee, 2, Action::Stop).event(callee, 3, upgrade()).event(
+                callee,
+                4,
+                Action::Start,
+            ),
+            Self::CalleeDeleted => spec.event(callee, 2, Action::Stop).event(callee, 4, Action::Delete),
+            Self::SubnetStalled => spec.stall(subnets[d.topology.subnets() - 1], 2, 20),
+            Self::ResponsesDropped => spec.drop_best_effort_responses(0.05),
+            Self::CallerUpgraded => spec
+                .trap_every(callee, 7)
+                .event(d.caller, 2, Action::Stop)
+                .event(d.caller, 2, upgrade())
+                .event(d.caller, 2, Action::Start),
             Self::CallerOutOfCycles => {
-                faults.events = vec![at(1, d.caller, Action::RunOutOfCycles { left: 1_000_000_000_000 })]
+                spec.event(d.caller, 1, Action::RunOutOfCycles { left: 1_000_000_000_000 })
             }
         }
-        faults
     }
 }
 
@@ -225,38 +205,42 @@ fn ledger(report: &Report, executed: u64, idempotent: bool) -> (u64, u64) {
 /// Rounds the IC may take to settle after a run: late responses, and requests a stall held back.
 const SETTLE_ROUNDS: u64 = 1_000;
 
-/// Runs `strategy` under `fault` with `seed` on a fresh cross-subnet deployment.
-pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &CanisterWasms) -> Result<ChaosRow> {
+/// Runs `strategy` under `fault` with `seed` on a fresh cross-subnet
+/// deployment of `engines`': the simulator, or a server of PocketIC's API
+/// that serves the simulator's extensions.
+pub fn run_one(
+    fault: Fault,
+    strategy: ChaosStrategy,
+    seed: u64,
+    engines: &EngineFactory,
+    wasms: &CanisterWasms,
+) -> Result<ChaosRow> {
     let topology = Topology::CrossSubnet;
+    let mut engine = engines.start(topology.subnets(), TimeStep::ONE_SECOND)?;
     // A round in transit between subnets, so that faults catch calls on their way.
-    let mut engine = sim_engine(
-        Sim::builder()
-            .with_subnets(topology.subnets())
-            .with_time_step(TimeStep::ONE_SECOND.0)
-            .with_xnet_latency_rounds(1)
-            .build(),
-    );
-    let d = scenario::deploy(&mut engine, topology, wasms)?;
-    let start = engine.engine.ticks();
-    engine.engine.inject_faults(fault.inject(seed, &d, start, wasms))?;
+    engine.set_xnet_latency_rounds(1)?;
+    let engine = engine.as_mut();
+    let d = scenario::deploy(engine, topology, wasms)?;
+    let subnets = engine.subnets();
+    engine.inject_faults(&fault.spec(seed, &d, &subnets))?;
     let plan = strategy.plan();
     let client = d.client();
     let mut executed = 0;
     let limit = RoundLimit(round_limit(plan.n).0 + 10_000);
     let (report, rounds) = match strategy.retry() {
         None => {
-            let id = client.submit_run_plan(&mut engine, &plan)?;
-            rounds::tick_until(&mut engine, limit, |e| {
+            let id = client.submit_run_plan(engine, &plan)?;
+            rounds::tick_until(engine, limit, |e| {
                 watch(e, d.callee(), &mut executed);
                 e.ingress_status(id).map(decode_report).transpose()
             })?
         }
         Some(retry) => {
-            let job = client.start_job(&mut engine, &plan, Some(retry))?;
+            let job = client.start_job(engine, &plan, Some(retry))?;
             // Stopped for its upgrade, the caller answers no query (as on the
             // IC): ask again next round, and name the last refusal if it never answers.
             let mut refused = None;
-            let polled = rounds::tick_until(&mut engine, limit, |e| {
+            let polled = rounds::tick_until(engine, limit, |e| {
                 watch(e, d.callee(), &mut executed);
                 match client.job_status(e, job.reply) {
                     Ok(status) => Ok(status.filter(|r| r.finished)),
@@ -273,17 +257,16 @@ pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &Caniste
             (report, rounds::RoundsToComplete(job.rounds.0 + rounds.0))
         }
     };
+    let mut faults = engine.fault_report()?;
     for _ in 0..SETTLE_ROUNDS {
-        if engine.engine.outstanding() == Outstanding::default() {
+        if faults.outstanding.total() == 0 {
             break;
         }
-        watch(&mut engine, d.callee(), &mut executed);
+        watch(engine, d.callee(), &mut executed);
         engine.tick();
+        faults = engine.fault_report()?;
     }
-    watch(&mut engine, d.callee(), &mut executed);
-    let open = engine.engine.outstanding();
-    let open_at_end =
-        open.ingress as u64 + open.call_contexts as u64 + open.calls_in_flight + open.messages as u64;
+    watch(engine, d.callee(), &mut executed);
     let (lost, double_counted) = ledger(&report, executed, strategy.retry().is_some());
     Ok(ChaosRow {
         fault,
@@ -297,9 +280,9 @@ pub fn run_one(fault: Fault, strategy: ChaosStrategy, seed: u64, wasms: &Caniste
         executed,
         lost,
         double_counted,
-        open_at_end,
+        open_at_end: faults.outstanding.total(),
         rounds: rounds.0,
-        fault_log: engine.engine.fault_log().to_vec(),
+        fault_log: faults.log,
     })
 }
 
@@ -322,19 +305,24 @@ pub struct ChaosReport {
     pub rows: Vec<ChaosRow>,
 }
 
-/// Every fault in `faults` x every strategy x seeds `1..=seeds`.
-pub fn run(faults: &[Fault], seeds: u64, wasms: &CanisterWasms) -> Result<ChaosReport> {
+/// Every fault in `faults` x every strategy x seeds `1..=seeds`, on `engines`.
+pub fn run(
+    faults: &[Fault],
+    seeds: u64,
+    engines: &EngineFactory,
+    wasms: &CanisterWasms,
+) -> Result<ChaosReport> {
     let mut rows = vec![];
     for &fault in faults {
         for strategy in ChaosStrategy::ALL {
             for seed in 1..=seeds {
-                let row = run_one(fault, strategy, seed, wasms)
+                let row = run_one(fault, strategy, seed, engines, wasms)
                     .with_context(|| format!("{} under {} (seed {seed})", strategy.name(), fault.name()))?;
                 rows.push(row);
             }
         }
     }
-    Ok(ChaosReport { engine: EngineKind::Sim, rows })
+    Ok(ChaosReport { engine: engines.kind(), rows })
 }
 
 impl ChaosReport {

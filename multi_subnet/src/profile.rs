@@ -40,7 +40,7 @@ pub enum ProfileName {
 /// The profile options of a command.
 #[derive(Clone, Debug, Args)]
 pub struct ProfileArgs {
-    /// Whose rounds: PocketIC's, or mainnet's (simulator only).
+    /// Whose rounds: PocketIC's, or mainnet's (the simulator's, in process or through --pocket-ic-url).
     #[arg(long, value_enum, default_value_t = ProfileName::PocketIc)]
     pub profile: ProfileName,
 

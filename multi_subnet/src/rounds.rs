@@ -121,6 +121,15 @@ mod tests {
         fn cycle_balance(&mut self, _: Principal) -> anyhow::Result<u128> {
             unreachable!()
         }
+        fn set_xnet_latency_rounds(&mut self, _: u64) -> anyhow::Result<()> {
+            unreachable!()
+        }
+        fn inject_faults(&mut self, _: &ic_sim_client::api::FaultSpec) -> anyhow::Result<()> {
+            unreachable!()
+        }
+        fn fault_report(&mut self) -> anyhow::Result<ic_sim_client::api::FaultReport> {
+            unreachable!()
+        }
     }
 
     fn run(engine: &mut ScriptedEngine, limit: u64) -> Result<Completed> {

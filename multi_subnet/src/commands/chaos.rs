@@ -1,11 +1,13 @@
-//! `chaos`: every strategy under every fault the simulator injects.
+//! `chaos`: every strategy under every fault the simulator injects, in
+//! process or through a server's extensions (`--engine pocket-ic
+//! --pocket-ic-url` naming `serve`).
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 
 use crate::chaos::{self, Fault};
 use crate::cli::{EngineArgs, Output};
-use crate::engines::EngineChoice;
+use crate::engines::{EngineChoice, EngineFactory};
 use crate::report::Format;
 
 #[derive(Debug, Args)]
@@ -28,11 +30,13 @@ pub struct ChaosArgs {
 impl ChaosArgs {
     /// Runs the chaos matrix; a run whose ledger does not balance fails the command.
     pub(crate) fn execute(&self) -> Result<Output> {
-        if self.engine.engine == EngineChoice::PocketIc {
-            bail!("chaos needs the simulator (--engine sim): PocketIC cannot inject these faults");
-        }
+        // Only the simulator injects faults: `auto` means it in process.
+        let engines = match self.engine.engine {
+            EngineChoice::PocketIc => self.engine.resolve()?.factory,
+            EngineChoice::Auto | EngineChoice::Sim => EngineFactory::Sim,
+        };
         let wasms = canister_wasm::caller_and_callee()?;
-        let report = chaos::run(&self.faults, self.seeds, &wasms)?;
+        let report = chaos::run(&self.faults, self.seeds, &engines, &wasms)?;
         let violations = report.violations();
         let failure = (!violations.is_empty())
             .then(|| format!("{} runs do not balance; first: {}", violations.len(), violations[0]));

@@ -15,6 +15,7 @@ use ic_model::ic_management_canister_types::{
     CanisterIdRecord, CanisterInstallMode, CanisterSettings, InstallCodeArgs,
     ProvisionalCreateCanisterWithCyclesArgs,
 };
+use ic_sim_client::api::{FaultReport, FaultSpec};
 use serde::Serialize;
 use std::fmt;
 
@@ -98,20 +99,14 @@ impl EngineFactory {
     }
 
     /// A fresh IC with `subnets` application subnets whose rounds follow
-    /// `profile`. Only the simulator can follow mainnet's.
+    /// `profile`. Mainnet's rounds between subnets need the simulator: a
+    /// PocketIC server refuses them.
     pub fn start_profile(&self, subnets: usize, profile: Profile) -> Result<Box<dyn Engine>> {
-        match (self, profile) {
-            (Self::Sim, _) => {
-                let builder =
-                    ::sim::Sim::builder().with_subnets(subnets).with_time_step(profile.time_step().0);
-                let sim = builder.with_xnet_latency_rounds(profile.xnet_latency_rounds()).build();
-                Ok(Box::new(sim::sim_engine(sim)))
-            }
-            (Self::PocketIc(_), Profile::PocketIc) => self.start(subnets, profile.time_step()),
-            (Self::PocketIc(_), Profile::Mainnet { .. }) => anyhow::bail!(
-                "--profile mainnet needs the simulator (--engine sim): PocketIC inducts every cross-subnet message at the next round"
-            ),
+        let mut engine = self.start(subnets, profile.time_step())?;
+        if let Profile::Mainnet { xnet_latency_rounds, .. } = profile {
+            engine.set_xnet_latency_rounds(xnet_latency_rounds).context("--profile mainnet")?;
         }
+        Ok(engine)
     }
 
     /// A fresh IC with `subnets` application subnets.
@@ -164,6 +159,16 @@ pub trait Engine: Interface {
     fn subnet_count(&self) -> usize {
         self.subnets().len()
     }
+
+    /// Makes a message to another subnet take `rounds` rounds to arrive,
+    /// from the next round on (0: PocketIC's next round).
+    fn set_xnet_latency_rounds(&mut self, rounds: u64) -> Result<()>;
+
+    /// Turns on `spec`'s faults, replacing any before; rounds count from now.
+    fn inject_faults(&mut self, spec: &FaultSpec) -> Result<()>;
+
+    /// What the faults did, and what is still open.
+    fn fault_report(&mut self) -> Result<FaultReport>;
 
     /// Creates an empty canister on the `subnet`-th subnet, controlled by
     /// `controller`, with the cycles a provisional creation gives.

@@ -11,6 +11,8 @@ use url::Url;
 use super::pocket_ic_server::PocketIcServer;
 use super::{CanisterCall, Effective, Engine, EngineKind, Interface, Reject, TimeStep};
 use ic_reject::ErrorCode;
+use ic_sim_client::SimulatorExt;
+use ic_sim_client::api::{FaultReport, FaultSpec, SetLatency};
 use std::collections::BTreeMap;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
@@ -57,6 +59,9 @@ impl PocketIcEngine {
     }
 
     pub fn start_with_time_step(server: Server, subnets: usize, step: TimeStep) -> anyhow::Result<Self> {
+        if let Server::Url(url) = &server {
+            reachable(url)?;
+        }
         let mut builder = match &server {
             Server::Binary(binary) => PocketIcBuilder::new().with_server_binary(binary.path.clone()),
             Server::Url(url) => PocketIcBuilder::new().with_server_url(url.clone()),
@@ -153,6 +158,35 @@ impl Engine for PocketIcEngine {
     fn cycle_balance(&mut self, canister: Principal) -> anyhow::Result<u128> {
         Ok(self.pic.cycle_balance(canister))
     }
+
+    // Through this project's extensions: only the simulator behind the
+    // API serves them; PocketIC's server answers with `NotServed`.
+    fn set_xnet_latency_rounds(&mut self, xnet_latency_rounds: u64) -> anyhow::Result<()> {
+        self.pic.set_latency(SetLatency::Rounds { xnet_latency_rounds })?;
+        Ok(())
+    }
+
+    fn inject_faults(&mut self, spec: &FaultSpec) -> anyhow::Result<()> {
+        Ok(self.pic.inject_faults(spec)?)
+    }
+
+    fn fault_report(&mut self) -> anyhow::Result<FaultReport> {
+        Ok(self.pic.faults_report()?)
+    }
+}
+
+/// Fails, in one line, if nothing listens at `url`: the client panics
+/// on such a server, several lines long.
+fn reachable(url: &Url) -> anyhow::Result<()> {
+    let addresses = url.socket_addrs(|| None).map_err(|e| anyhow!("{url}: {e}"))?;
+    let mut why = format!("{url} names no address");
+    for address in addresses {
+        match std::net::TcpStream::connect_timeout(&address, SERVER_START_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => why = e.to_string(),
+        }
+    }
+    Err(anyhow!("nothing serves PocketIC's REST API at {url}: {why}"))
 }
 
 /// PocketIC's reject as the harness's, at this engine's edge: its error

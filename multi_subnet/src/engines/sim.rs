@@ -6,7 +6,9 @@
 use anyhow::Result;
 use candid::Principal;
 use ic_model::{Ic, Keys};
+use ic_sim_client::api::{FaultReport, FaultSpec};
 use sim::Sim;
+use sim_server::extensions;
 
 use super::{Engine, EngineKind};
 
@@ -40,5 +42,19 @@ impl Engine for SimEngine {
 
     fn cycle_balance(&mut self, canister: Principal) -> Result<u128> {
         Ok(self.engine.cycle_balance(canister)?)
+    }
+
+    fn set_xnet_latency_rounds(&mut self, rounds: u64) -> Result<()> {
+        self.engine.set_xnet_latency_rounds(rounds);
+        Ok(())
+    }
+
+    /// As `serve` turns them on: one reading of a spec for every path.
+    fn inject_faults(&mut self, spec: &FaultSpec) -> Result<()> {
+        extensions::inject_faults(&mut self.engine, spec.clone()).map_err(anyhow::Error::msg)
+    }
+
+    fn fault_report(&mut self) -> Result<FaultReport> {
+        Ok(extensions::fault_report(&self.engine))
     }
 }

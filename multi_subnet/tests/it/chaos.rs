@@ -4,13 +4,14 @@
 
 use interface::FailureKind;
 use multi_subnet::chaos::{self, ChaosReport, ChaosRow, ChaosStrategy, Fault};
+use multi_subnet::engines::EngineFactory;
 use multi_subnet::report::Format;
 use std::process::Command;
 
 const CHILD: &str = "MULTI_SUBNET_CHAOS_CHILD";
 
 fn matrix(faults: &[Fault], seeds: u64) -> ChaosReport {
-    chaos::run(faults, seeds, &canister_wasm::caller_and_callee().unwrap()).unwrap()
+    chaos::run(faults, seeds, &EngineFactory::Sim, &canister_wasm::caller_and_callee().unwrap()).unwrap()
 }
 
 fn row(report: &ChaosReport, fault: Fault, strategy: ChaosStrategy) -> &ChaosRow {

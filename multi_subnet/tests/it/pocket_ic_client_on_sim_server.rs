@@ -251,3 +251,26 @@ fn pocket_ic_client_on_sim_server_bad_requests_get_errors_and_the_server_keeps_s
     assert_eq!(response.status(), StatusCode::OK);
     assert!(pic.canister_exists(canister));
 }
+
+/// `chaos --engine pocket-ic --pocket-ic-url <serve>` injects every fault
+/// through the server's extensions (`ic-sim-client`) and prints the
+/// simulator engine's table: the same counts and rounds in every row; only
+/// the engine's name differs.
+#[test]
+fn pocket_ic_client_on_sim_server_chaos_counts_as_the_simulator_engine() {
+    let chaos = |engine: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
+            .args(["chaos", "--seeds", "1", "--format", "json"])
+            .args(engine)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{engine:?}: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let served = chaos(&["--engine", "pocket-ic", "--pocket-ic-url", url().as_str()]);
+    let in_process = chaos(&["--engine", "sim"]);
+    assert_eq!((&served["engine"], &in_process["engine"]), (&"pocket-ic".into(), &"sim".into()));
+    let rows = served["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10 * 5, "every fault, every strategy");
+    assert_eq!(served["rows"], in_process["rows"]);
+}
