@@ -2,6 +2,7 @@
 
 use ic_model::management::http_outcalls::{Outcall, OutcallResponse};
 use ic_model::{CertifiedState, Interface, Reject};
+use ic_sim_client::api::{FaultReport, FaultSpec};
 use ic_transport_types::{RejectCode, RejectResponse};
 use std::sync::Arc;
 
@@ -50,6 +51,19 @@ pub trait Backend: Interface {
     /// What a live view of the network shows (`/_/dashboard`); `None` if
     /// the backend gives none.
     fn view(&self) -> Option<ic_model::NetworkView> {
+        None
+    }
+
+    /// Turns on `spec`'s faults, rounds counted from now, replacing any
+    /// before (`/_/faults`); why not, if the backend injects none or the
+    /// spec names what the network does not have.
+    fn inject_faults(&mut self, spec: FaultSpec) -> Result<(), String> {
+        let _ = spec;
+        Err(format!("{} injects no faults", self.description()))
+    }
+
+    /// What the faults did and what is open; `None` if the backend injects none.
+    fn fault_report(&self) -> Option<FaultReport> {
         None
     }
 

@@ -3,6 +3,7 @@
 
 use ic_model::management::http_outcalls::{Outcall, OutcallResponse};
 use ic_model::{CertifiedState, Engine, Ic};
+use ic_sim_client::api::{FaultReport, FaultSpec};
 use std::sync::Arc;
 
 use crate::{Backend, SavedState};
@@ -30,6 +31,14 @@ impl<E: Engine> Backend for Ic<E> {
 
     fn view(&self) -> Option<ic_model::NetworkView> {
         Some(Ic::view(self))
+    }
+
+    fn inject_faults(&mut self, spec: FaultSpec) -> Result<(), String> {
+        self.engine.inject_faults(spec)
+    }
+
+    fn fault_report(&self) -> Option<FaultReport> {
+        Some(self.engine.fault_report())
     }
 
     fn pending_outcalls(&self) -> Vec<Outcall> {

@@ -16,6 +16,7 @@ mod auth;
 mod backend;
 mod cbor;
 mod dashboard;
+mod faults;
 mod ic_backend;
 mod ingress;
 mod network;

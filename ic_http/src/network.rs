@@ -3,6 +3,7 @@
 
 use engine_thread::{EngineThread, Inbox};
 use ic_model::{CertifiedState, SubnetState};
+use ic_sim_client::api::FaultSpec;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
@@ -39,11 +40,19 @@ pub struct Options {
     pub round_interval: Option<Duration>,
     /// Which HTTPS outcalls the host makes for the canisters.
     pub outcalls: OutcallPolicy,
+    /// Faults turned on when the network starts ([`Backend::inject_faults`]),
+    /// rounds counted from then; a spec the backend refuses stops the start.
+    pub faults: Option<FaultSpec>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { clock: Arc::new(wall_clock), round_interval: None, outcalls: OutcallPolicy::default() }
+        Self {
+            clock: Arc::new(wall_clock),
+            round_interval: None,
+            outcalls: OutcallPolicy::default(),
+            faults: None,
+        }
     }
 }
 
@@ -227,7 +236,7 @@ impl Network {
                 (Some(saver), saved)
             }
         };
-        let (clock, outcalls) = (options.clock.clone(), options.outcalls);
+        let (clock, outcalls, faults) = (options.clock.clone(), options.outcalls, options.faults.clone());
         let make = move || {
             let resumed = saved.is_some();
             let (rounds, requests, made) = match saved {
@@ -235,6 +244,9 @@ impl Network {
                 Some((saved, body, at)) => (saved.rounds, saved.requests, make(Some(&body[at..]))),
             };
             let mut backend = made?;
+            if let Some(spec) = faults {
+                backend.inject_faults(spec).map_err(|why| format!("the faults: {why}"))?;
+            }
             let time = follow_clock(&mut *backend, &clock);
             let state = backend.certified_state();
             let (requests, edits) =

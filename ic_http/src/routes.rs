@@ -64,6 +64,10 @@ pub fn router_beside(network: Network, others: Router) -> Router {
         .route("/api", any(endpoint_not_found))
         .route("/_/dashboard", get(crate::dashboard::page))
         .route("/_/dashboard/state", get(crate::dashboard::state))
+        .route(
+            "/_/faults",
+            get(crate::faults::report).post(crate::faults::inject).delete(crate::faults::clear),
+        )
         .fallback_service(others)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(network)

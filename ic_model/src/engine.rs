@@ -6,6 +6,7 @@
 
 use candid::Principal;
 use ic_management_canister_types::{CanisterLogRecord, CanisterSettings};
+use ic_sim_client::api::{FaultReport, FaultSpec};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeSet;
@@ -176,6 +177,11 @@ pub trait Engine {
     /// The rounds a message takes to reach another subnet (0: it is
     /// inducted there in the next round, as on PocketIC).
     fn xnet_latency_rounds(&self) -> u64;
+    /// Turns on `spec`'s faults, rounds counted from now, replacing any
+    /// before; why not, if the spec names what the engine does not have.
+    fn inject_faults(&mut self, spec: FaultSpec) -> Result<(), String>;
+    /// What the injected faults did, and what is still open.
+    fn fault_report(&self) -> FaultReport;
     /// What an HTTPS outcall of `request_bytes` costs that may take
     /// `max_response_bytes`, as the subnet prices it (`ic0.cost_http_request`).
     fn http_request_fee(&self, request_bytes: u64, max_response_bytes: u64) -> u128;

@@ -4,6 +4,7 @@
 
 use candid::Principal;
 use ic_management_canister_types::CanisterSettings;
+use ic_sim_client::api::FaultReport;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -29,6 +30,9 @@ pub struct NetworkView {
     pub subnets: Vec<SubnetView>,
     /// The pairs that hold request slots now.
     pub calls_in_flight: Vec<CallsInFlight>,
+    /// What injected faults did: the events' log, the responses dropped,
+    /// each canister's traps and rejects.
+    pub faults: FaultReport,
 }
 
 /// A subnet and the canisters it hosts.
@@ -164,6 +168,7 @@ impl<E: Engine> Ic<E> {
             queue_capacity: self.engine.queue_capacity(),
             subnets: subnets.collect(),
             calls_in_flight: self.engine.calls_in_flight(),
+            faults: self.engine.fault_report(),
         }
     }
 

@@ -24,6 +24,8 @@ pub mod management;
 mod saved;
 #[cfg(feature = "sim")]
 pub mod sim_engine;
+#[cfg(feature = "sim")]
+mod sim_faults;
 pub mod system_canisters;
 
 pub use certified_state::{

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::engine::{CallToModel, CallsInFlight, Engine, EngineStatus};
 use crate::{CanisterCall, Ic, Keys, Reject, SubnetRanges};
+use ic_sim_client::api::{FaultReport, FaultSpec};
 
 /// What the simulator is, as every server that runs it says.
 pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm); not the replica";
@@ -287,6 +288,14 @@ impl Engine for Sim {
 
     fn xnet_latency_rounds(&self) -> u64 {
         self.config().xnet_latency_rounds
+    }
+
+    fn inject_faults(&mut self, spec: FaultSpec) -> Result<(), String> {
+        crate::sim_faults::inject_faults(self, spec)
+    }
+
+    fn fault_report(&self) -> FaultReport {
+        crate::sim_faults::fault_report(self)
     }
 
     fn http_request_fee(&self, request_bytes: u64, max_response_bytes: u64) -> u128 {

@@ -29,7 +29,14 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("{} (see --help)", one_line(&e.render().to_string()).split("; ").next().unwrap_or(""));
+            // clap's lines up to its usage: a list of what is missing
+            // follows a line that ends with ':'.
+            let rendered = e.render().to_string();
+            let lines: Vec<&str> = rendered.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            let said = lines
+                .iter()
+                .take_while(|l| !["Usage:", "tip:", "For more information"].iter().any(|p| l.starts_with(p)));
+            eprintln!("{} (see --help)", said.copied().collect::<Vec<_>>().join(" "));
             return ExitCode::from(2);
         }
     };

@@ -30,6 +30,7 @@ use crate::instance;
 use crate::instances::{Limits, Store};
 use crate::lifetime::{Activity, Lifetime};
 use crate::outcalls;
+use ic_model::Engine;
 use ic_sim_client::api::{FaultReport, FaultSpec, Latency, SetLatency};
 
 /// A module and its arguments fit, base64 in JSON, with room to spare
@@ -275,18 +276,18 @@ async fn inject_faults(
     Path(id): Path<String>,
     Body(spec): Body<FaultSpec>,
 ) -> Answer<()> {
-    let inject = move |i: &mut instance::Instance| extensions::inject_faults(&mut i.engine, spec);
+    let inject = move |i: &mut instance::Instance| Engine::inject_faults(&mut i.engine, spec);
     server.instances.with(instance_id(&id)?, inject).await?.map_err(ApiError::bad_request)?;
     Ok(Json(()))
 }
 
 async fn get_faults(State(server): App, Path(id): Path<String>) -> Answer<FaultReport> {
-    Ok(Json(server.instances.with(instance_id(&id)?, |i| extensions::fault_report(&i.engine)).await?))
+    Ok(Json(server.instances.with(instance_id(&id)?, |i| i.engine.fault_report()).await?))
 }
 
 /// No fault from now on.
 async fn clear_faults(State(server): App, Path(id): Path<String>) -> Answer<()> {
-    let cleared = |i: &mut instance::Instance| extensions::inject_faults(&mut i.engine, FaultSpec::default());
+    let cleared = |i: &mut instance::Instance| Engine::inject_faults(&mut i.engine, FaultSpec::default());
     server.instances.with(instance_id(&id)?, cleared).await?.map_err(ApiError::bad_request)?;
     Ok(Json(()))
 }

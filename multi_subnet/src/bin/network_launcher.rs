@@ -4,10 +4,10 @@
 //! downloading PocketIC. It is not PocketIC: `/api/v2/status` says which
 //! engine answers.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{CommandFactory, Parser};
 use multi_subnet::cli::RequestLimitArgs;
-use multi_subnet::commands::network::{DESCRIPTION, NetworkArgs, Outcalls};
+use multi_subnet::commands::network::{self, DESCRIPTION, NetworkArgs, Outcalls};
 use multi_subnet::profile::ProfileName;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,11 @@ const PROFILE_VARIABLE: &str = "MULTI_SUBNET_PROFILE";
 /// Which HTTPS outcalls the network makes: `loopback-only` (the default),
 /// `allow` or `deny`, as `network --outcalls`.
 const OUTCALLS_VARIABLE: &str = "MULTI_SUBNET_OUTCALLS";
+
+/// Faults from the start, and their seed, as `network --faults` and
+/// `--fault-seed` take them.
+const FAULTS_VARIABLE: &str = "MULTI_SUBNET_FAULTS";
+const FAULT_SEED_VARIABLE: &str = "MULTI_SUBNET_FAULT_SEED";
 
 /// The flags icp-cli passes (icp-cli-network-launcher's interface 1.1.0),
 /// as `--flag value` or `--flag=value`.
@@ -125,6 +130,16 @@ impl LauncherArgs {
             Ok("deny") => Outcalls::Deny,
             Ok(other) => bail!("{OUTCALLS_VARIABLE}={other}: it is loopback-only, allow or deny"),
         };
+        let faults = match std::env::var(FAULTS_VARIABLE) {
+            Err(_) => None,
+            Ok(spec) => Some(network::fault_spec(&spec).map_err(|why| anyhow!("{FAULTS_VARIABLE}: {why}"))?),
+        };
+        let fault_seed = match std::env::var(FAULT_SEED_VARIABLE) {
+            Err(_) => None,
+            Ok(seed) => {
+                Some(seed.parse().map_err(|_| anyhow!("{FAULT_SEED_VARIABLE}={seed}: it is a number"))?)
+            }
+        };
         Ok(NetworkArgs {
             subnets: self.subnet.len().max(1) as u64,
             port: self.gateway_port.unwrap_or(0),
@@ -136,6 +151,8 @@ impl LauncherArgs {
             state_dir: None,
             checkpoint_secs: 5,
             outcalls,
+            faults,
+            fault_seed,
             requests: self.requests,
         })
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::profile::{MAINNET_XNET_LATENCY_ROUNDS, ProfileName};
 use ic_model::Ic;
+use ic_sim_client::api::FaultSpec;
 
 /// What the network is, in one line: it says so when it starts.
 pub const DESCRIPTION: &str = "this project's simulator (a model of IC message routing running the real canister wasm) behind the IC's HTTP interface; not the replica";
@@ -70,6 +71,17 @@ pub struct NetworkArgs {
     #[arg(long, value_enum, default_value_t = Outcalls::LoopbackOnly)]
     pub outcalls: Outcalls,
 
+    /// Faults from the start, rounds counted from then: a JSON spec (the
+    /// body `POST /_/faults` takes; see docs/faults.md), or `@FILE`
+    /// holding one. The launcher reads it from MULTI_SUBNET_FAULTS.
+    #[arg(long, value_name = "SPEC", value_parser = fault_spec)]
+    pub faults: Option<FaultSpec>,
+
+    /// With --faults: the seed of its random choices, in place of the
+    /// spec's. The launcher reads it from MULTI_SUBNET_FAULT_SEED.
+    #[arg(long, value_name = "N", requires = "faults")]
+    pub fault_seed: Option<u64>,
+
     #[command(flatten)]
     pub requests: crate::cli::RequestLimitArgs,
 }
@@ -92,6 +104,15 @@ impl From<Outcalls> for ic_http::OutcallPolicy {
     }
 }
 
+/// `--faults`: a JSON spec, or `@FILE` holding one.
+pub fn fault_spec(text: &str) -> Result<FaultSpec, String> {
+    let (json, from) = match text.strip_prefix('@') {
+        Some(path) => (std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?, path),
+        None => (text.to_string(), "the spec"),
+    };
+    serde_json::from_str(&json).map_err(|e| format!("{from} is not a fault spec: {e}"))
+}
+
 /// What `--status-file` holds.
 #[derive(Serialize)]
 struct Status {
@@ -110,6 +131,12 @@ pub struct Serving {
 }
 
 impl NetworkArgs {
+    /// `--faults` with `--fault-seed`'s seed.
+    fn fault_spec(&self) -> Option<FaultSpec> {
+        let spec = self.faults.clone()?;
+        Some(FaultSpec { seed: self.fault_seed.unwrap_or(spec.seed), ..spec })
+    }
+
     /// Serves until the process ends; returns only when another network owns the port file.
     pub fn execute(&self) -> Result<String> {
         let served = self.serve(|serving| {
@@ -119,6 +146,9 @@ impl NetworkArgs {
             println!("root key: {}", serving.root_key);
             for (index, subnet) in serving.subnets.iter().enumerate() {
                 println!("subnet {index}: {subnet}");
+            }
+            if let Some(spec) = self.fault_spec() {
+                println!("faults: {}", serde_json::to_string(&spec).expect("plain data"));
             }
             let _ = std::io::stdout().flush();
             let Some(path) = &self.status_file else { return Ok(()) };
@@ -167,6 +197,10 @@ impl NetworkArgs {
         let options = ic_http::Options {
             round_interval,
             outcalls: self.outcalls.into(),
+            faults: self
+                .faults
+                .clone()
+                .map(|spec| FaultSpec { seed: self.fault_seed.unwrap_or(spec.seed), ..spec }),
             ..ic_http::Options::default()
         };
         let network = match &self.state_dir {

@@ -8,7 +8,6 @@ use candid::Principal;
 use ic_model::{Ic, Keys};
 use ic_sim_client::api::{FaultReport, FaultSpec};
 use sim::Sim;
-use sim_server::extensions;
 
 use super::{Engine, EngineKind};
 
@@ -49,12 +48,12 @@ impl Engine for SimEngine {
         Ok(())
     }
 
-    /// As `serve` turns them on: one reading of a spec for every path.
+    /// As `serve` and `network` turn them on: one reading of a spec for every path.
     fn inject_faults(&mut self, spec: &FaultSpec) -> Result<()> {
-        extensions::inject_faults(&mut self.engine, spec.clone()).map_err(anyhow::Error::msg)
+        ic_model::Engine::inject_faults(&mut self.engine, spec.clone()).map_err(anyhow::Error::msg)
     }
 
     fn fault_report(&mut self) -> Result<FaultReport> {
-        Ok(extensions::fault_report(&self.engine))
+        Ok(ic_model::Engine::fault_report(&self.engine))
     }
 }

@@ -188,6 +188,18 @@ fn chaos_runs_with_known_faults_and_seeds_on_a_server_it_can_reach() {
 }
 
 #[test]
+fn a_network_refuses_faults_it_cannot_inject_in_one_line() {
+    assert_refused(
+        &["network", "--faults", "{\"drop\": 1}"],
+        "the spec is not a fault spec: unknown field `drop`",
+    );
+    assert_refused(&["network", "--faults", "@/no/such/spec.json"], "cannot read /no/such/spec.json");
+    assert_refused(&["network", "--fault-seed", "3"], "--faults");
+    let stranger = r#"{"traps": [{"canister": "2vxsx-fae", "every": 2}]}"#;
+    assert_refused(&["network", "--faults", stranger], "the faults: canister 2vxsx-fae");
+}
+
+#[test]
 fn chaos_prints_the_documented_json() {
     let output = Command::new(env!("CARGO_BIN_EXE_multi_subnet"))
         .args(["chaos", "--engine", "sim", "--seeds", "1", "--faults", "callee-traps", "--format", "json"])

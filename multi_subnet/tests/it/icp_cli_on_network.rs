@@ -141,6 +141,11 @@ impl Project {
     }
 
     fn icp(&self, args: &[&str]) -> Output {
+        self.icp_with(args, &[])
+    }
+
+    /// icp with `env` set beside what every run gets.
+    fn icp_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let icp = root().join(".tools/bin/icp");
         assert!(icp.exists(), "icp-cli is not installed: run scripts/setup.sh (scripts/test.sh does)");
         let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
@@ -155,7 +160,7 @@ impl Project {
         for (var, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
             command.env(var, std::env::var_os(var).unwrap_or_else(|| home.join(default).into()));
         }
-        command.output().unwrap()
+        command.envs(env.iter().copied()).output().unwrap()
     }
 
     /// Runs icp and returns its standard output; fails the test with its
@@ -495,12 +500,18 @@ struct Local {
 
 impl Local {
     fn start(settings: &str) -> Self {
+        Self::start_with(settings, &[])
+    }
+
+    /// Started with `env` set for the launcher (`icp network start` passes its own on).
+    fn start_with(settings: &str, env: &[(&str, &str)]) -> Self {
         let yaml = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
         let local = "  - name: local\n    mode: managed\n";
         assert!(yaml.contains(local), "icp.yaml declares a managed local network");
         let network = format!("{local}    gateway:\n      port: 0\n{settings}");
         let project = Project::with_yaml(&yaml.replace(local, &network));
-        project.ok(&["network", "start", "-d"]);
+        let started = project.icp_with(&["network", "start", "-d"], env);
+        assert!(started.status.success(), "{}", first_lines(&String::from_utf8_lossy(&started.stderr)));
         Self { project }
     }
 
@@ -594,6 +605,42 @@ fn icp_network_start_runs_the_simulators_launcher() {
     project.ok(&["network", "start", "-d"]);
     assert_eq!(project.ok(&["cycles", "balance"]).trim(), "Balance: 1_000_000_000_000_000 cycles");
     project.ok(&["network", "stop"]);
+}
+
+/// The launcher with `MULTI_SUBNET_FAULTS`: a third of the best-effort
+/// responses dropped (seeded), so the caller counts fewer than 90 of
+/// `parallel_calls(90)`; the live view's state and `/_/faults` show the
+/// drops and the caller's rejects (`SYS_UNKNOWN`, code 6), one for each
+/// ping missing; `DELETE /_/faults` turns them off.
+#[test]
+fn the_launcher_injects_multi_subnet_faults_and_the_live_view_shows_them() {
+    let spec = r#"{"seed": 7, "drop_best_effort_responses": 0.3}"#;
+    let local = Local::start_with("", &[("MULTI_SUBNET_FAULTS", spec)]);
+    local.create_apart();
+    let port = reqwest::Url::parse(link(&local.deploy(), "caller")).unwrap().port().unwrap();
+    let delivered = local.project.call_local(&["caller", "parallel_calls", "(90)"]);
+    let delivered: u64 = delivered.trim_start_matches('(').split(' ').next().unwrap().parse().unwrap();
+    assert!((30..90).contains(&delivered), "{delivered} of 90 delivered with 30% of the responses dropped");
+    let get = |path: &str| -> serde_json::Value {
+        reqwest::blocking::get(format!("http://127.0.0.1:{port}{path}")).unwrap().json().unwrap()
+    };
+    let faults = get("/_/dashboard/state")["faults"].clone();
+    assert_eq!(faults, get("/_/faults"), "the live view shows the report");
+    assert_eq!(faults["dropped_responses"], 90 - delivered, "{faults}");
+    let rejects = faults["canisters"].as_array().unwrap().iter().map(|c| &c["rejects_received"]["6"]);
+    assert_eq!(rejects.filter_map(serde_json::Value::as_u64).sum::<u64>(), 90 - delivered, "{faults}");
+    let client = reqwest::blocking::Client::new();
+    let off = client.delete(format!("http://127.0.0.1:{port}/_/faults")).send().unwrap();
+    assert_eq!(off.status(), 200);
+    assert_eq!(local.project.call_local(&["caller", "parallel_calls", "(90)"]), "(90 : nat64)");
+    let bad = client
+        .post(format!("http://127.0.0.1:{port}/_/faults"))
+        .header("content-type", "application/json")
+        .body(r#"{"drop_best_effort_responses": 2}"#)
+        .send()
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    assert!(bad.text().unwrap().contains("not between 0 and 1"));
 }
 
 /// In Chromium, as a user after `icp deploy`: the Candid UI link icp-cli
