@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use candid::Principal;
+use ic_management_canister_types::CanisterIdRecord;
 use pocket_ic::RejectResponse;
 use pocket_ic::common::rest::{
     AutoProgressConfig, CreateHttpGatewayResponse, CreateInstanceResponse, HttpGatewayBackend,
@@ -342,12 +343,19 @@ async fn submit(
     Body(mut call): Body<RawCanisterCall>,
 ) -> Answer<Result<RawMessageId, RejectResponse>> {
     let id = instance_id(&id)?;
-    // A management call that names no subnet goes where PocketIC sends it:
-    // to the subnet of the topology's default effective canister id.
+    // A management call that names no effective principal goes where
+    // PocketIC sends it: to the canister its argument names (pic-js sends
+    // `install_code` so), else to the subnet of the topology's default
+    // effective canister id.
     let to_management = call.canister_id == Principal::management_canister().as_slice();
     if to_management && call.effective_principal == RawEffectivePrincipal::None {
-        let default = server.instances.topology(id)?.default_effective_canister_id;
-        call.effective_principal = RawEffectivePrincipal::CanisterId(default.canister_id);
+        let named =
+            candid::decode_one::<CanisterIdRecord>(&call.payload).map(|r| r.canister_id.as_slice().to_vec());
+        let default = || server.instances.topology(id).map(|t| t.default_effective_canister_id.canister_id);
+        call.effective_principal = RawEffectivePrincipal::CanisterId(match named {
+            Ok(named) => named,
+            Err(_) => default()?,
+        });
     }
     Ok(Json(server.instances.with(id, move |i| instance::submit(i, call)).await??))
 }

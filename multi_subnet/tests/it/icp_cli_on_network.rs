@@ -7,6 +7,7 @@
 //! pinned root key; only the port and the build scripts' paths differ).
 
 use crate::common::big_module;
+use crate::common::node;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -684,24 +685,6 @@ fn in_chromium_the_candid_ui_calls_the_caller_and_the_live_view_shows_500_slots(
 /// What the script printed, as JSON.
 fn in_chromium(script: &str, args: &[&str]) -> serde_json::Value {
     node("browser", script, ("PLAYWRIGHT_CORE", "playwright-core/index.mjs"), args)
-}
-
-/// Runs `tests/<dir>/<script>` with node, the npm package file `package`
-/// (installed by `scripts/setup.sh` under .tools) named in the variable
-/// `package.0`; what the script printed, as JSON.
-fn node(dir: &str, script: &str, package: (&str, &str), args: &[&str]) -> serde_json::Value {
-    let installed = root().join(".tools/node_modules").join(package.1);
-    assert!(
-        installed.exists(),
-        "{} is not installed: run scripts/setup.sh (scripts/test.sh does)",
-        package.1
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir).join(script);
-    let output = Command::new("node").arg(&script).args(args).env(package.0, installed).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{}: {stderr}", script.display());
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
 }
 
 /// A JavaScript app's first requests to a network just started, with no

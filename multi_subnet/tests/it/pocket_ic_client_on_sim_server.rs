@@ -274,3 +274,28 @@ fn pocket_ic_client_on_sim_server_chaos_counts_as_the_simulator_engine() {
     assert_eq!(rows.len(), 10 * 5, "every fault, every strategy");
     assert_eq!(served["rows"], in_process["rows"]);
 }
+
+/// pic-js, as its users write tests, with the simulator's extensions from
+/// `sim_client/js/simulator.mjs`: a fault turned on, the caller's calls
+/// fail as the report says, turned off; a bad spec refused with the reason.
+#[test]
+fn pocket_ic_client_on_sim_server_pic_js_turns_faults_on_and_off() {
+    let wasm = |canister| canister_wasm::wasm_path(canister).unwrap().to_str().unwrap().to_string();
+    canister_wasm::caller_and_callee().expect("canister wasm");
+    let (caller, callee) = (wasm(canister_wasm::Canister::Caller), wasm(canister_wasm::Canister::Callee));
+    let seen = crate::common::node(
+        "js",
+        "pic_js_faults.mjs",
+        ("PIC_JS", "@dfinity/pic"),
+        &[url().as_str().trim_end_matches('/'), &caller, &callee],
+    );
+    assert_eq!((&seen["before"], &seen["withTraps"], &seen["after"]), (&10.into(), &5.into(), &10.into()));
+    assert_eq!(seen["calleeTraps"], 5, "{seen}");
+    assert_eq!(seen["callerRejects"], serde_json::json!({"5": 5}), "{seen}");
+    assert_eq!(
+        seen["outstanding"],
+        serde_json::json!({"ingress": 0, "call_contexts": 0, "calls_in_flight": 0, "messages": 0})
+    );
+    let refused = seen["refused"].as_str().unwrap();
+    assert!(refused.contains("(400)") && refused.contains("not between 0 and 1"), "{refused}");
+}
