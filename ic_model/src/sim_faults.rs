@@ -4,8 +4,9 @@
 //! did. `serve`'s instances, the network and the harness all read a spec
 //! here.
 
-use ic_sim_client::api::{Action, CanisterCalls, EventSpec, FaultReport, FaultSpec, Open};
-use sim::{Event, Faults, Sim, Stall, TrapRate, Traps};
+use ic_sim_client::api::{Action, CallsTo, CanisterCalls, EventSpec, FaultReport, FaultSpec, Open};
+use sim::{Event, Faults, RejectCounts, Sim, Stall, TrapRate, Traps};
+use std::collections::BTreeMap;
 
 /// Turns on `spec`'s faults, rounds counted from the simulator's round
 /// now, or says why not (and changes nothing).
@@ -67,29 +68,26 @@ fn event(sim: &Sim, now: u64, event: EventSpec) -> Result<Event, String> {
 
 /// What the faults did, and what is open.
 pub(crate) fn fault_report(sim: &Sim) -> FaultReport {
-    use ic_error_types::RejectCode;
-    let codes = [
-        RejectCode::SysFatal,
-        RejectCode::SysTransient,
-        RejectCode::DestinationInvalid,
-        RejectCode::CanisterReject,
-        RejectCode::CanisterError,
-        RejectCode::SysUnknown,
-    ];
     let canisters = sim
         .canister_ids()
         .filter_map(|canister| {
             let stats = sim.stats(canister).ok()?;
-            let rejects_received = codes
+            let calls_to = stats
+                .calls_to
                 .iter()
-                .filter_map(|code| Some(((*code as u64).to_string(), *stats.rejects_received.get(code)?)))
+                .map(|(&callee, to)| CallsTo {
+                    callee,
+                    calls_performed: to.performed,
+                    rejects_received: by_code(&to.rejects),
+                })
                 .collect();
             Some(CanisterCalls {
                 canister,
                 traps: stats.traps,
                 calls_performed: stats.calls_performed,
                 calls_refused: stats.calls_refused,
-                rejects_received,
+                rejects_received: by_code(&stats.rejects_received),
+                calls_to,
             })
         })
         .collect();
@@ -105,4 +103,18 @@ pub(crate) fn fault_report(sim: &Sim) -> FaultReport {
             messages: open.messages,
         },
     }
+}
+
+/// Counts by reject code, keyed by the code's number.
+fn by_code(counts: &RejectCounts) -> BTreeMap<String, u64> {
+    use ic_error_types::RejectCode;
+    let codes = [
+        RejectCode::SysFatal,
+        RejectCode::SysTransient,
+        RejectCode::DestinationInvalid,
+        RejectCode::CanisterReject,
+        RejectCode::CanisterError,
+        RejectCode::SysUnknown,
+    ];
+    codes.iter().filter_map(|code| Some(((*code as u64).to_string(), *counts.get(code)?))).collect()
 }

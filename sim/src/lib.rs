@@ -87,5 +87,5 @@ pub use sim::{
     OutsideCall, Outstanding, RoundLimits, Settings, Sim, SimBuilder, SimConfig, Stall, TrapRate, Traps,
     UPDATE_CALL_ROUND_LIMIT, canister_id, canister_number,
 };
-pub use stats::{CallsFrom, CanisterStats, RejectCounts};
+pub use stats::{CallsFrom, CallsTo, CanisterStats, MAX_CALLEES_APART, RejectCounts};
 pub use system_api::{CYCLES_MINTING_CANISTER, LogRecord};

@@ -1,5 +1,6 @@
 //! Per-canister statistics: what the engine saw each canister do.
 
+use candid::Principal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -54,8 +55,24 @@ pub struct CanisterStats {
     pub calls_refused: u64,
     /// Reject responses its callbacks received, by code.
     pub rejects_received: RejectCounts,
+    /// The same calls and rejects per callee, for the first
+    /// [`MAX_CALLEES_APART`] callees it called (the totals above count all).
+    pub calls_to: BTreeMap<Principal, CallsTo>,
     /// Cycles charged for calls (the part of the prepayment not refunded).
     pub cycles_consumed: u128,
+}
+
+/// The most callees [`CanisterStats::calls_to`] keeps apart: a canister
+/// that calls ids without end grows no state without end.
+pub const MAX_CALLEES_APART: usize = 1_000;
+
+/// A canister's calls to one callee.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallsTo {
+    /// Calls that `call_perform` accepted.
+    pub performed: u64,
+    /// Rejects their callbacks received, by code.
+    pub rejects: RejectCounts,
 }
 
 /// The calls one entry's executions performed.
@@ -70,6 +87,14 @@ pub struct CallsFrom {
 }
 
 impl CanisterStats {
+    /// The counts of calls to `callee`, if it is kept apart.
+    pub(crate) fn calls_to_mut(&mut self, callee: Principal) -> Option<&mut CallsTo> {
+        if self.calls_to.len() >= MAX_CALLEES_APART && !self.calls_to.contains_key(&callee) {
+            return None;
+        }
+        Some(self.calls_to.entry(callee).or_default())
+    }
+
     /// Executions of `entry` (see [`CanisterStats::executed`]).
     pub fn executions_of(&self, entry: &str) -> u64 {
         self.executed.get(entry).copied().unwrap_or(0)

@@ -242,6 +242,21 @@ pub struct CanisterCalls {
     pub calls_refused: u64,
     /// Rejects its callbacks got, by reject code (`"5"`: CANISTER_ERROR).
     pub rejects_received: BTreeMap<String, u64>,
+    /// The same per callee: each (caller, callee) pair's calls and rejects,
+    /// for the first 1,000 callees it called.
+    #[serde(default)]
+    pub calls_to: Vec<CallsTo>,
+}
+
+/// A canister's calls to one callee.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallsTo {
+    /// The callee.
+    pub callee: Principal,
+    /// Calls to it that `call_perform` accepted.
+    pub calls_performed: u64,
+    /// Rejects their callbacks got, by reject code.
+    pub rejects_received: BTreeMap<String, u64>,
 }
 
 impl CanisterCalls {

@@ -52,6 +52,9 @@ try {
   // The live view polls every 100 ms: give it the last rounds.
   await live.waitForTimeout(1000);
   const peak = await live.locator('#peak').innerText();
+  // What went wrong, per canister: the calls past the 500 slots were refused.
+  const refused = await live.locator('#fault-canisters td:nth-child(4)').allInnerTexts();
+  const liveError = await live.locator('#error').innerText();
   await live.screenshot({ path: `${screenshots}/live-view.png` });
 
   const page = await context.newPage();
@@ -59,7 +62,7 @@ try {
   const title = await page.locator('#title').innerText();
   await page.screenshot({ path: `${screenshots}/frontend.png` });
 
-  console.log(JSON.stringify({ replies, peak, frontend: { status: response.status(), title } }));
+  console.log(JSON.stringify({ replies, peak, refused, liveError, frontend: { status: response.status(), title } }));
 } catch (error) {
   console.error(logged.join('\n'));
   throw error;

@@ -628,8 +628,11 @@ fn the_launcher_injects_multi_subnet_faults_and_the_live_view_shows_them() {
     let faults = get("/_/dashboard/state")["faults"].clone();
     assert_eq!(faults, get("/_/faults"), "the live view shows the report");
     assert_eq!(faults["dropped_responses"], 90 - delivered, "{faults}");
-    let rejects = faults["canisters"].as_array().unwrap().iter().map(|c| &c["rejects_received"]["6"]);
-    assert_eq!(rejects.filter_map(serde_json::Value::as_u64).sum::<u64>(), 90 - delivered, "{faults}");
+    // Per (caller, callee) pair: the caller's calls to the callee, and their SYS_UNKNOWN rejects.
+    let pairs =
+        faults["canisters"].as_array().unwrap().iter().flat_map(|c| c["calls_to"].as_array().unwrap());
+    let rejected = pairs.filter_map(|to| to["rejects_received"]["6"].as_u64()).collect::<Vec<_>>();
+    assert_eq!(rejected, [90 - delivered], "one pair, every drop: {faults}");
     let client = reqwest::blocking::Client::new();
     let off = client.delete(format!("http://127.0.0.1:{port}/_/faults")).send().unwrap();
     assert_eq!(off.status(), 200);
@@ -671,6 +674,8 @@ fn in_chromium_the_candid_ui_calls_the_caller_and_the_live_view_shows_500_slots(
     );
     assert_eq!(shown["replies"], serde_json::json!({ "90": "(90)", "2000": "(500)" }), "{shown}");
     assert_eq!(shown["peak"], "500", "{shown}");
+    assert_eq!(shown["refused"], serde_json::json!(["1500"]), "the caller's calls past the slots: {shown}");
+    assert_eq!(shown["liveError"], "", "{shown}");
     assert_eq!(
         shown["frontend"],
         serde_json::json!({ "status": 200, "title": "Parallel inter-canister calls" })

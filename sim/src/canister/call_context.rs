@@ -128,6 +128,9 @@ impl Canister {
             );
             self.call_contexts.get_mut(&id).expect("open").outstanding += 1;
             self.stats.calls_performed += 1;
+            if let Some(to) = self.stats.calls_to_mut(call.callee) {
+                to.performed += 1;
+            }
             outputs.push(Output::Request(Request {
                 sender: self.id,
                 receiver: call.callee,

@@ -355,6 +355,9 @@ impl Canister {
             Payload::Reply(data) => (EntryKind::ReplyCallback, callback.reply, data, None),
             Payload::Reject(reject) => {
                 self.stats.rejects_received.add(reject.code());
+                if let Some(to) = self.stats.calls_to_mut(callback.callee) {
+                    to.rejects.add(reject.code());
+                }
                 (EntryKind::RejectCallback, callback.reject, vec![], Some((reject.code(), reject.message)))
             }
         };
