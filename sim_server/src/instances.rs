@@ -147,15 +147,21 @@ impl Store {
     /// follows the wall clock, and the returned network serves it through
     /// the IC's HTTP interface (the same one again if it is already live).
     /// It blocks until the network has certified its first state: run it
-    /// off the async runtime's threads.
-    pub fn auto_progress(&self, id: InstanceId) -> Result<ic_http::Network, ApiError> {
+    /// off the async runtime's threads. A round runs every `round_interval`
+    /// (PocketIC's artificial delay), or as soon as there is work.
+    pub fn auto_progress(
+        &self,
+        id: InstanceId,
+        round_interval: Option<std::time::Duration>,
+    ) -> Result<ic_http::Network, ApiError> {
         if let Some(network) = self.network(id) {
             return Ok(network);
         }
         let remote = Remote::connect(self.engine(id)?).ok_or_else(|| ApiError::instance_not_found(id))?;
         let make = move || -> Box<dyn ic_http::Backend> { Box::new(remote) };
         let network =
-            ic_http::Network::start(make, ic_http::Options::default()).map_err(ApiError::internal)?;
+            ic_http::Network::start(make, ic_http::Options { round_interval, ..ic_http::Options::default() })
+                .map_err(ApiError::internal)?;
         // Two requests may have started one each: the first one kept serves.
         let mut live = self.live.lock().expect("not poisoned");
         Ok(live.entry(id).or_insert(network).clone())

@@ -111,12 +111,17 @@ async fn auto_progress(
     Path(id): Path<String>,
     Body(config): Body<AutoProgressConfig>,
 ) -> Answer<()> {
-    if config.artificial_delay_ms.is_some() {
-        return Err(ApiError::bad_request(format!(
-            "an artificial delay is not supported by {DESCRIPTION}: use `multi_subnet network --round-ms`"
-        )));
-    }
-    live(&server, instance_id(&id)?).await?;
+    // PocketIC's round duration in live mode: a round every so many ms.
+    let round_interval = match config.artificial_delay_ms {
+        Some(ms) if ms > MAX_ARTIFICIAL_DELAY_MS => {
+            return Err(ApiError::bad_request(format!(
+                "artificial_delay_ms {ms} is more than {MAX_ARTIFICIAL_DELAY_MS}"
+            )));
+        }
+        Some(ms) => Some(std::time::Duration::from_millis(ms)),
+        None => None,
+    };
+    live(&server, instance_id(&id)?, round_interval).await?;
     Ok(Json(()))
 }
 
@@ -129,10 +134,18 @@ async fn stop_progress(State(server): App, Path(id): Path<String>) -> Answer<()>
     Ok(Json(()))
 }
 
-/// The instance's network, started off the runtime's threads if need be.
-async fn live(server: &Arc<Server>, id: usize) -> Result<ic_http::Network, ApiError> {
+/// The longest round `auto_progress` takes in live mode, as `network --round-ms`.
+const MAX_ARTIFICIAL_DELAY_MS: u64 = 60_000;
+
+/// The instance's network, started off the runtime's threads if need be,
+/// with a round every `round_interval` (`None`: as fast as there is work).
+async fn live(
+    server: &Arc<Server>,
+    id: usize,
+    round_interval: Option<std::time::Duration>,
+) -> Result<ic_http::Network, ApiError> {
     let server = server.clone();
-    tokio::task::spawn_blocking(move || server.instances.auto_progress(id))
+    tokio::task::spawn_blocking(move || server.instances.auto_progress(id, round_interval))
         .await
         .map_err(|e| ApiError::internal(format!("starting auto progress failed: {e}")))?
 }
@@ -174,7 +187,7 @@ async fn start_gateway(
     if config.https_config.is_some() || config.domains.as_ref().is_some_and(|d| !d.is_empty()) {
         return refuse(format!("{DESCRIPTION} serves gateways over plain HTTP on localhost only"));
     }
-    let network = match live(&server, id).await {
+    let network = match live(&server, id, None).await {
         Ok(network) => network,
         Err(e) => return refuse(e.message),
     };

@@ -45,3 +45,57 @@ async fn make_live_hands_back_a_url_an_agent_uses() {
     pic.stop_live().await;
     assert!(agent.status().await.is_err(), "the gateway stopped");
 }
+
+/// PocketIC's round duration in live mode (`auto_progress`'s
+/// `artificial_delay_ms`): with a round every 2 s, an idle live instance
+/// runs at most 3 rounds in 3 s, where one without runs an idle round
+/// every half second; a delay beyond a minute is refused with the reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_progress_takes_pocket_ics_artificial_delay_as_its_round_duration() {
+    let server = sim_server::Running::start().unwrap();
+    let client = reqwest::Client::new();
+    let rounds_in_3_s = |delay: Option<u64>| {
+        let (client, server_url) = (client.clone(), server.url.clone());
+        async move {
+            let mut pic = PocketIcBuilder::new()
+                .with_server_url(server_url.parse().unwrap())
+                .with_application_subnet()
+                .build_async()
+                .await;
+            let progress =
+                format!("{}/instances/{}/auto_progress", server_url.trim_end_matches('/'), pic.instance_id);
+            let body = serde_json::json!({ "artificial_delay_ms": delay });
+            let answer = client.post(progress).json(&body).send().await.unwrap();
+            assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+            let gateway = pic.make_live(None).await;
+            let rounds = || async {
+                let state = client.get(gateway.join("_/dashboard/state").unwrap()).send().await.unwrap();
+                state.json::<serde_json::Value>().await.unwrap()["rounds"].as_u64().unwrap()
+            };
+            let before = rounds().await;
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+            let ran = rounds().await - before;
+            pic.stop_live().await;
+            ran
+        }
+    };
+    let paced = rounds_in_3_s(Some(2_000)).await;
+    assert!(paced <= 3, "{paced} rounds in 3 s with a round every 2 s");
+    let unpaced = rounds_in_3_s(None).await;
+    assert!(unpaced > paced, "idle rounds every half second: {unpaced}, paced: {paced}");
+    let pic = PocketIcBuilder::new()
+        .with_server_url(server.url.parse().unwrap())
+        .with_application_subnet()
+        .build_async()
+        .await;
+    let progress =
+        format!("{}/instances/{}/auto_progress", server.url.trim_end_matches('/'), pic.instance_id);
+    let answer = client
+        .post(progress)
+        .json(&serde_json::json!({ "artificial_delay_ms": 60_001 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 400);
+    assert!(answer.text().await.unwrap().contains("more than 60000"));
+}
