@@ -6,8 +6,9 @@
 # tests Debian's Chromium driven by Playwright (npm's `playwright-core`,
 # which downloads no browser), and agent-js (npm's `@icp-sdk/core`) for the
 # tests that call a network as a JavaScript app would, and pic-js (npm's
-# `@dfinity/pic`, its install script skipped: it would download a PocketIC
-# server; its tests use this project's). Safe to run again.
+# `@dfinity/pic`). Install scripts are skipped: only pic-js has one, which
+# would download a PocketIC server; its tests use this project's. Safe to
+# run again.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

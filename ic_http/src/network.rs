@@ -40,8 +40,9 @@ pub struct Options {
     pub round_interval: Option<Duration>,
     /// Which HTTPS outcalls the host makes for the canisters.
     pub outcalls: OutcallPolicy,
-    /// Faults turned on when the network starts ([`Backend::inject_faults`]),
+    /// Faults turned on when a new network starts ([`Backend::inject_faults`]),
     /// rounds counted from then; a spec the backend refuses stops the start.
+    /// A network resumed from its state keeps the faults it saved.
     pub faults: Option<FaultSpec>,
 }
 
@@ -244,7 +245,8 @@ impl Network {
                 Some((saved, body, at)) => (saved.rounds, saved.requests, make(Some(&body[at..]))),
             };
             let mut backend = made?;
-            if let Some(spec) = faults {
+            // A resumed network has its faults, and their log, in its state.
+            if let Some(spec) = faults.filter(|_| !resumed) {
                 backend.inject_faults(spec).map_err(|why| format!("the faults: {why}"))?;
             }
             let time = follow_clock(&mut *backend, &clock);

@@ -24,6 +24,9 @@ fn faults(sim: &Sim, spec: FaultSpec) -> Result<Faults, String> {
     let mut traps = vec![];
     for trap in spec.traps {
         let rate = match (trap.every, trap.chance) {
+            (Some(0), None) => {
+                return Err(format!("a trap on {} every 0th execution: `every` is 1 or more", trap.canister));
+            }
             (Some(k), None) => TrapRate::EveryKth(k),
             (None, Some(p)) => TrapRate::Fraction(share("chance", p)?),
             _ => return Err(format!("a trap on {} gives `every` or `chance`, one of them", trap.canister)),
@@ -50,6 +53,9 @@ fn faults(sim: &Sim, spec: FaultSpec) -> Result<Faults, String> {
 
 fn event(sim: &Sim, now: u64, event: EventSpec) -> Result<Event, String> {
     let canister = event.canister;
+    if sim.canister_ids().all(|id| id != canister) {
+        return Err(format!("no canister {canister} on this instance"));
+    }
     let action = match event.action {
         Action::Stop => sim::Action::Stop,
         Action::Start => sim::Action::Start,
@@ -106,7 +112,7 @@ pub(crate) fn fault_report(sim: &Sim) -> FaultReport {
 }
 
 /// Counts by reject code, keyed by the code's number.
-fn by_code(counts: &RejectCounts) -> BTreeMap<String, u64> {
+fn by_code(counts: &RejectCounts) -> BTreeMap<u64, u64> {
     use ic_error_types::RejectCode;
     let codes = [
         RejectCode::SysFatal,
@@ -116,5 +122,30 @@ fn by_code(counts: &RejectCounts) -> BTreeMap<String, u64> {
         RejectCode::CanisterError,
         RejectCode::SysUnknown,
     ];
-    codes.iter().filter_map(|code| Some(((*code as u64).to_string(), *counts.get(code)?))).collect()
+    codes.iter().filter_map(|code| Some((*code as u64, *counts.get(code)?))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candid::Principal;
+
+    #[test]
+    fn a_spec_naming_what_the_simulator_lacks_is_refused_and_changes_nothing() {
+        let mut sim = Sim::builder().with_subnet().build();
+        let canister = sim.create_canister(0, vec![Principal::anonymous()]).unwrap();
+        let stranger = Principal::from_slice(&[9; 10]);
+        let refused = |sim: &mut Sim, spec: FaultSpec| inject_faults(sim, spec).unwrap_err();
+        let why = refused(&mut sim, FaultSpec::default().event(stranger, 1, Action::Stop));
+        assert!(why.contains(&format!("no canister {stranger}")), "{why}");
+        assert!(refused(&mut sim, FaultSpec::default().trap_every(canister, 0)).contains("1 or more"));
+        assert!(refused(&mut sim, FaultSpec::default().stall(stranger, 0, 1)).contains("no subnet"));
+        let no_module = refused(
+            &mut sim,
+            FaultSpec::default().event(canister, 0, Action::Upgrade { wasm: None, arg: Default::default() }),
+        );
+        assert!(no_module.contains("runs no module"), "{no_module}");
+        assert!(inject_faults(&mut sim, FaultSpec::default().event(canister, 1, Action::Stop)).is_ok());
+        assert_eq!(fault_report(&sim).log, Vec::<String>::new(), "nothing done yet");
+    }
 }

@@ -50,7 +50,7 @@ export function simulator(pic, serverUrl) {
     /** A fault spec: seed, traps, drop_best_effort_responses, stalls, events; rounds from now. */
     injectFaults: (spec) => send("POST", "faults", spec),
     clearFaults: () => send("DELETE", "faults"),
-    /** `{ log, dropped_responses, canisters: [{ canister, traps, calls_performed, calls_refused, rejects_received }], outstanding }`. */
+    /** `{ log, dropped_responses, canisters: [{ canister, traps, calls_performed, calls_refused, rejects_received, calls_to: [{ callee, calls_performed, rejects_received }] }], outstanding }`. */
     faultsReport: () => send("GET", "faults"),
   };
 }

@@ -1,6 +1,7 @@
 //! The JSON bodies of the extension endpoints under `/instances/<id>/_/`,
 //! as the server reads and answers them.
 
+use base64::prelude::{BASE64_STANDARD, Engine as _};
 use candid::Principal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -170,7 +171,7 @@ pub struct EventSpec {
 
 /// What an event does: `"stop"`, `"start"`, `"delete"`,
 /// `{"upgrade": {"wasm": base64?, "arg": base64}}` (to the module it runs
-/// when `wasm` is left out) or `{"run_out_of_cycles": {"left": N}}`.
+/// when the spec arrives if `wasm` is left out) or `{"run_out_of_cycles": {"left": N}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
@@ -182,7 +183,7 @@ pub enum Action {
     Delete,
     /// `install_code` in upgrade mode, once its call contexts closed.
     Upgrade {
-        /// The new module; the one it runs if `None`.
+        /// The new module; if `None`, the one it runs when the spec arrives.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         wasm: Option<Blob>,
         /// The upgrade argument.
@@ -197,9 +198,21 @@ pub enum Action {
 }
 
 /// Bytes, in base64 as PocketIC's REST API sends them.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Blob(#[serde(with = "pocket_ic::common::rest::base64")] pub Vec<u8>);
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Blob(pub Vec<u8>);
+
+impl Serialize for Blob {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&BASE64_STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Blob {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        BASE64_STANDARD.decode(text).map(Blob).map_err(serde::de::Error::custom)
+    }
+}
 
 impl std::fmt::Debug for Blob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -223,7 +236,7 @@ pub struct FaultReport {
 }
 
 impl FaultReport {
-    /// One canister's counts, if the instance has (or had) it.
+    /// One canister's counts, if the instance has it (a deleted canister's go with it).
     pub fn canister(&self, id: Principal) -> Option<&CanisterCalls> {
         self.canisters.iter().find(|c| c.canister == id)
     }
@@ -240,8 +253,9 @@ pub struct CanisterCalls {
     pub calls_performed: u64,
     /// Calls `call_perform` refused (returned non-zero).
     pub calls_refused: u64,
-    /// Rejects its callbacks got, by reject code (`"5"`: CANISTER_ERROR).
-    pub rejects_received: BTreeMap<String, u64>,
+    /// Rejects its callbacks got, by reject code (5: CANISTER_ERROR; in
+    /// JSON the codes are object keys, so strings).
+    pub rejects_received: BTreeMap<u64, u64>,
     /// The same per callee: each (caller, callee) pair's calls and rejects,
     /// for the first 1,000 callees it called.
     #[serde(default)]
@@ -256,13 +270,20 @@ pub struct CallsTo {
     /// Calls to it that `call_perform` accepted.
     pub calls_performed: u64,
     /// Rejects their callbacks got, by reject code.
-    pub rejects_received: BTreeMap<String, u64>,
+    pub rejects_received: BTreeMap<u64, u64>,
+}
+
+impl CallsTo {
+    /// Rejects with `reject_code` (1 SYS_FATAL to 6 SYS_UNKNOWN).
+    pub fn rejects(&self, reject_code: u64) -> u64 {
+        self.rejects_received.get(&reject_code).copied().unwrap_or(0)
+    }
 }
 
 impl CanisterCalls {
     /// Rejects with `reject_code` (1 SYS_FATAL to 6 SYS_UNKNOWN).
     pub fn rejects(&self, reject_code: u64) -> u64 {
-        self.rejects_received.get(&reject_code.to_string()).copied().unwrap_or(0)
+        self.rejects_received.get(&reject_code).copied().unwrap_or(0)
     }
 }
 

@@ -1,9 +1,11 @@
 //! The same extensions on `pocket_ic::nonblocking::PocketIc`.
 
+use crate::Error;
 use crate::api::{FaultReport, FaultSpec, Latency, SetLatency};
-use crate::{Endpoint, Error, Method, json};
+use crate::client::{Endpoint, Method, json};
 use serde::de::DeserializeOwned;
 use std::future::Future;
+use std::time::Duration;
 
 /// [`crate::SimulatorExt`], awaited.
 pub trait SimulatorExt {
@@ -21,29 +23,47 @@ pub trait SimulatorExt {
 
 impl SimulatorExt for pocket_ic::nonblocking::PocketIc {
     fn latency(&self) -> impl Future<Output = Result<Latency, Error>> + Send {
-        send(Endpoint::new(self.get_server_url(), self.instance_id, "latency"), Method::Get)
+        request(Endpoint::new(self.get_server_url(), self.instance_id, "latency"), Method::Get)
     }
 
     fn set_latency(&self, latency: SetLatency) -> impl Future<Output = Result<Latency, Error>> + Send {
         let endpoint = Endpoint::new(self.get_server_url(), self.instance_id, "latency");
-        send(endpoint, Method::Post(json(&latency)))
+        request(endpoint, Method::Post(json(&latency)))
     }
 
     fn inject_faults(&self, spec: &FaultSpec) -> impl Future<Output = Result<(), Error>> + Send {
-        send(Endpoint::new(self.get_server_url(), self.instance_id, "faults"), Method::Post(json(spec)))
+        request(Endpoint::new(self.get_server_url(), self.instance_id, "faults"), Method::Post(json(spec)))
     }
 
     fn clear_faults(&self) -> impl Future<Output = Result<(), Error>> + Send {
-        send(Endpoint::new(self.get_server_url(), self.instance_id, "faults"), Method::Delete)
+        request(Endpoint::new(self.get_server_url(), self.instance_id, "faults"), Method::Delete)
     }
 
     fn faults_report(&self) -> impl Future<Output = Result<FaultReport, Error>> + Send {
-        send(Endpoint::new(self.get_server_url(), self.instance_id, "faults"), Method::Get)
+        request(Endpoint::new(self.get_server_url(), self.instance_id, "faults"), Method::Get)
     }
 }
 
-pub(crate) async fn send<T: DeserializeOwned>(endpoint: Endpoint, method: Method) -> Result<T, Error> {
-    let client = reqwest::Client::new();
+/// One request with a client of its own: an awaited test may run on a
+/// runtime of its own, and a client's connections belong to the runtime
+/// that made them.
+async fn request<T: DeserializeOwned>(endpoint: Endpoint, method: Method) -> Result<T, Error> {
+    send(&http_client(), endpoint, method).await
+}
+
+/// How long a request may take: a round or a report, never minutes.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An HTTP client with the timeout.
+pub(crate) fn http_client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build().expect("a client with a timeout builds")
+}
+
+pub(crate) async fn send<T: DeserializeOwned>(
+    client: &reqwest::Client,
+    endpoint: Endpoint,
+    method: Method,
+) -> Result<T, Error> {
     let url = endpoint.0.clone();
     let request = match method {
         Method::Get => client.get(url.clone()),

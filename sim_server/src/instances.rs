@@ -12,6 +12,7 @@ use crate::errors::ApiError;
 use crate::instance::{self, Instance};
 use crate::live::Remote;
 use crate::{subnets, topology};
+use std::time::Duration;
 
 /// What every instance's simulator may use: the host-memory budget they
 /// all share (one hostile instance cannot take the host's memory from the
@@ -38,7 +39,8 @@ pub struct Store {
     host_memory: HostMemory,
     max_instructions_per_message: u64,
     /// The instances in auto progress, each served by the IC HTTP interface.
-    live: Mutex<BTreeMap<InstanceId, ic_http::Network>>,
+    /// Live instances' networks, and the round duration each was started with.
+    live: Mutex<BTreeMap<InstanceId, (ic_http::Network, Option<Duration>)>>,
     /// Each instance's topology, made when it was created.
     topologies: Mutex<BTreeMap<InstanceId, Topology>>,
 }
@@ -147,15 +149,25 @@ impl Store {
     /// follows the wall clock, and the returned network serves it through
     /// the IC's HTTP interface (the same one again if it is already live).
     /// It blocks until the network has certified its first state: run it
-    /// off the async runtime's threads. A round runs every `round_interval`
-    /// (PocketIC's artificial delay), or as soon as there is work.
+    /// off the async runtime's threads. With `round_interval` (PocketIC's
+    /// artificial delay) a round runs every so often, else as soon as there
+    /// is work; a live instance keeps its own, and refuses another.
     pub fn auto_progress(
         &self,
         id: InstanceId,
-        round_interval: Option<std::time::Duration>,
+        round_interval: Option<Duration>,
     ) -> Result<ic_http::Network, ApiError> {
-        if let Some(network) = self.network(id) {
-            return Ok(network);
+        if let Some((network, running)) = self.live.lock().expect("not poisoned").get(&id).cloned() {
+            return match round_interval {
+                Some(asked) if Some(asked) != running => Err(ApiError::bad_request(format!(
+                    "instance {id} is live with {}: stop_progress first to change it",
+                    running.map_or("rounds as fast as there is work".into(), |d| format!(
+                        "a round every {} ms",
+                        d.as_millis()
+                    ))
+                ))),
+                _ => Ok(network),
+            };
         }
         let remote = Remote::connect(self.engine(id)?).ok_or_else(|| ApiError::instance_not_found(id))?;
         let make = move || -> Box<dyn ic_http::Backend> { Box::new(remote) };
@@ -164,12 +176,12 @@ impl Store {
                 .map_err(ApiError::internal)?;
         // Two requests may have started one each: the first one kept serves.
         let mut live = self.live.lock().expect("not poisoned");
-        Ok(live.entry(id).or_insert(network).clone())
+        Ok(live.entry(id).or_insert((network, round_interval)).0.clone())
     }
 
     /// The instance's network, if it is in auto progress.
     pub fn network(&self, id: InstanceId) -> Option<ic_http::Network> {
-        self.live.lock().expect("not poisoned").get(&id).cloned()
+        self.live.lock().expect("not poisoned").get(&id).map(|(network, _)| network.clone())
     }
 
     /// `stop_progress`: rounds run only when asked again. A gateway still

@@ -5,7 +5,7 @@
 
 mod blobstore;
 mod errors;
-pub mod extensions;
+mod extensions;
 mod instance;
 mod instances;
 mod lifetime;

@@ -7,6 +7,7 @@ use engine_thread::EngineThread;
 use ic_error_types::ErrorCode;
 use ic_http::{Backend, Reject};
 use ic_model::{CanisterCall, CertifiedState, Effective, Interface};
+use ic_sim_client::api::{FaultReport, FaultSpec};
 use std::sync::Arc;
 
 use crate::instance::Instance;
@@ -90,5 +91,14 @@ impl Backend for Remote {
 
     fn view(&self) -> Option<ic_model::NetworkView> {
         self.run(None, |i| Some(i.view()))
+    }
+
+    // The instance's faults, as its `/instances/<id>/_/faults` has them.
+    fn inject_faults(&mut self, spec: FaultSpec) -> Result<(), String> {
+        self.run(Err(gone().message), move |i| ic_model::Engine::inject_faults(&mut i.engine, spec))
+    }
+
+    fn fault_report(&self) -> Option<FaultReport> {
+        self.run(None, |i| Some(ic_model::Engine::fault_report(&i.engine)))
     }
 }

@@ -21,6 +21,7 @@ use pocket_ic::common::rest::{
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 
 use crate::DESCRIPTION;
@@ -118,8 +119,9 @@ async fn auto_progress(
                 "artificial_delay_ms {ms} is more than {MAX_ARTIFICIAL_DELAY_MS}"
             )));
         }
-        Some(ms) => Some(std::time::Duration::from_millis(ms)),
-        None => None,
+        // 0, as `network --round-ms 0`: rounds as fast as there is work.
+        Some(0) | None => None,
+        Some(ms) => Some(Duration::from_millis(ms)),
     };
     live(&server, instance_id(&id)?, round_interval).await?;
     Ok(Json(()))
@@ -142,7 +144,7 @@ const MAX_ARTIFICIAL_DELAY_MS: u64 = 60_000;
 async fn live(
     server: &Arc<Server>,
     id: usize,
-    round_interval: Option<std::time::Duration>,
+    round_interval: Option<Duration>,
 ) -> Result<ic_http::Network, ApiError> {
     let server = server.clone();
     tokio::task::spawn_blocking(move || server.instances.auto_progress(id, round_interval))

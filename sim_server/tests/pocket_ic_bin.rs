@@ -603,7 +603,7 @@ fn seeded_faults_are_turned_on_and_off_through_the_extension() {
     assert_eq!(report.canister(caller).unwrap().rejects(5), 5, "{report:?}");
     let pair = &report.canister(caller).unwrap().calls_to;
     assert_eq!((pair.len(), pair[0].callee, pair[0].calls_performed), (1, callee, 20), "{report:?}");
-    assert_eq!(pair[0].rejects_received["5"], 5, "{report:?}");
+    assert_eq!(pair[0].rejects(5), 5, "{report:?}");
     assert_eq!(report.outstanding, Open::default(), "{report:?}");
     let upgraded_and_stopped = FaultSpec::default()
         .event(callee, 1, Action::Upgrade { wasm: None, arg: Blob(Encode!().unwrap()) })

@@ -136,6 +136,9 @@ impl LauncherArgs {
         };
         let fault_seed = match std::env::var(FAULT_SEED_VARIABLE) {
             Err(_) => None,
+            Ok(_) if faults.is_none() => {
+                bail!("{FAULT_SEED_VARIABLE} seeds {FAULTS_VARIABLE}, which is not set")
+            }
             Ok(seed) => {
                 Some(seed.parse().map_err(|_| anyhow!("{FAULT_SEED_VARIABLE}={seed}: it is a number"))?)
             }

@@ -197,10 +197,7 @@ impl NetworkArgs {
         let options = ic_http::Options {
             round_interval,
             outcalls: self.outcalls.into(),
-            faults: self
-                .faults
-                .clone()
-                .map(|spec| FaultSpec { seed: self.fault_seed.unwrap_or(spec.seed), ..spec }),
+            faults: self.fault_spec(),
             ..ic_http::Options::default()
         };
         let network = match &self.state_dir {

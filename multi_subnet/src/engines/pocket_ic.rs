@@ -17,6 +17,9 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
+/// How long connecting to a server at --pocket-ic-url may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How long a PocketIC server may take to start.
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -181,7 +184,7 @@ fn reachable(url: &Url) -> anyhow::Result<()> {
     let addresses = url.socket_addrs(|| None).map_err(|e| anyhow!("{url}: {e}"))?;
     let mut why = format!("{url} names no address");
     for address in addresses {
-        match std::net::TcpStream::connect_timeout(&address, SERVER_START_TIMEOUT) {
+        match std::net::TcpStream::connect_timeout(&address, CONNECT_TIMEOUT) {
             Ok(_) => return Ok(()),
             Err(e) => why = e.to_string(),
         }

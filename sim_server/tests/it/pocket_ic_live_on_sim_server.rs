@@ -91,11 +91,19 @@ async fn auto_progress_takes_pocket_ics_artificial_delay_as_its_round_duration()
     let progress =
         format!("{}/instances/{}/auto_progress", server.url.trim_end_matches('/'), pic.instance_id);
     let answer = client
-        .post(progress)
+        .post(&progress)
         .json(&serde_json::json!({ "artificial_delay_ms": 60_001 }))
         .send()
         .await
         .unwrap();
     assert_eq!(answer.status(), 400);
     assert!(answer.text().await.unwrap().contains("more than 60000"));
+    // Live, it keeps its round duration, and refuses another.
+    let delay =
+        |ms: u64| client.post(&progress).json(&serde_json::json!({ "artificial_delay_ms": ms })).send();
+    assert_eq!(delay(500).await.unwrap().status(), 200);
+    assert_eq!(delay(500).await.unwrap().status(), 200, "the same again");
+    let other = delay(700).await.unwrap();
+    assert_eq!(other.status(), 400);
+    assert!(other.text().await.unwrap().contains("a round every 500 ms: stop_progress first"));
 }
