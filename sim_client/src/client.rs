@@ -10,6 +10,7 @@ use url::Url;
 /// Why an extension call failed. Each names the endpoint's `url`.
 #[derive(Debug, thiserror::Error)]
 #[allow(missing_docs)] // `url` is the endpoint's, `source` the cause.
+#[non_exhaustive]
 pub enum Error {
     /// The server did not answer.
     #[error("{url}: {source}")]
