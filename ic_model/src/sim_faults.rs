@@ -84,6 +84,7 @@ pub(crate) fn fault_report(sim: &Sim) -> FaultReport {
                 .map(|(&callee, to)| CallsTo {
                     callee,
                     calls_performed: to.performed,
+                    calls_refused: to.refused,
                     rejects_received: by_code(&to.rejects),
                 })
                 .collect();

@@ -45,7 +45,7 @@ struct SavedModule {
 impl SavedSim {
     /// The version of this layout, for the header of a file that holds one:
     /// bumped whenever any saved type changes.
-    pub const FORMAT: u32 = 9;
+    pub const FORMAT: u32 = 10;
 }
 
 /// The modules a saved simulator keeps, each once (canisters that run the

@@ -71,6 +71,8 @@ pub const MAX_CALLEES_APART: usize = 1_000;
 pub struct CallsTo {
     /// Calls that `call_perform` accepted.
     pub performed: u64,
+    /// Calls that `call_perform` refused.
+    pub refused: u64,
     /// Rejects their callbacks received, by code.
     pub rejects: RejectCounts,
 }

@@ -269,6 +269,8 @@ pub struct CallsTo {
     pub callee: Principal,
     /// Calls to it that `call_perform` accepted.
     pub calls_performed: u64,
+    /// Calls to it that `call_perform` refused (no free slot, too few cycles).
+    pub calls_refused: u64,
     /// Rejects their callbacks got, by reject code.
     pub rejects_received: BTreeMap<u64, u64>,
 }

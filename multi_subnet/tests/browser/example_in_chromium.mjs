@@ -54,6 +54,7 @@ try {
   const peak = await live.locator('#peak').innerText();
   // What went wrong, per canister: the calls past the 500 slots were refused.
   const refused = await live.locator('#fault-canisters td:nth-child(4)').allInnerTexts();
+  const refusedPerPair = await live.locator('#fault-pairs td:nth-child(4)').allInnerTexts();
   const liveError = await live.locator('#error').innerText();
   await live.screenshot({ path: `${screenshots}/live-view.png` });
 
@@ -62,7 +63,7 @@ try {
   const title = await page.locator('#title').innerText();
   await page.screenshot({ path: `${screenshots}/frontend.png` });
 
-  console.log(JSON.stringify({ replies, peak, refused, liveError, frontend: { status: response.status(), title } }));
+  console.log(JSON.stringify({ replies, peak, refused, refusedPerPair, liveError, frontend: { status: response.status(), title } }));
 } catch (error) {
   console.error(logged.join('\n'));
   throw error;

@@ -675,6 +675,7 @@ fn in_chromium_the_candid_ui_calls_the_caller_and_the_live_view_shows_500_slots(
     assert_eq!(shown["replies"], serde_json::json!({ "90": "(90)", "2000": "(500)" }), "{shown}");
     assert_eq!(shown["peak"], "500", "{shown}");
     assert_eq!(shown["refused"], serde_json::json!(["1500"]), "the caller's calls past the slots: {shown}");
+    assert_eq!(shown["refusedPerPair"], serde_json::json!(["1500"]), "all to the callee: {shown}");
     assert_eq!(shown["liveError"], "", "{shown}");
     assert_eq!(
         shown["frontend"],

@@ -169,7 +169,12 @@ impl Canister {
             state.certified_data = data;
             self.certified_data_changed = true;
         }
-        self.stats.calls_refused += effects.calls_refused;
+        for (callee, refused) in effects.calls_refused {
+            self.stats.calls_refused += refused;
+            if let Some(to) = self.stats.calls_to_mut(callee) {
+                to.refused += refused;
+            }
+        }
         let Some(id) = id else {
             return vec![];
         };

@@ -179,7 +179,7 @@ fn call_perform(state: &mut SystemState) -> Result<i32, Error> {
     if taken >= limits.queue_capacity || liquid < prepayment {
         // The attached cycles stay with the caller.
         effects.cycles_withdrawn -= call.cycles;
-        effects.calls_refused += 1;
+        *effects.calls_refused.entry(call.callee).or_default() += 1;
         return Ok(RejectCode::SysTransient as i32);
     }
     effects.cycles_withdrawn += prepayment;

@@ -195,8 +195,8 @@ pub struct Effects {
     pub cycles_accepted: u128,
     /// Cycles the cycles minting canister minted.
     pub cycles_minted: u128,
-    /// `call_perform`s that returned non-zero.
-    pub calls_refused: u64,
+    /// `call_perform`s that returned non-zero, per callee.
+    pub calls_refused: BTreeMap<Principal, u64>,
     /// `canister_inspect_message` accepted the message.
     pub accepted: bool,
     /// Bytes this execution wrote to the canister log (for its charge).
