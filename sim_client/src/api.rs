@@ -6,17 +6,30 @@ use candid::Principal;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A latency profile by name.
+/// A latency profile to ask for, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Profile {
+pub enum NamedProfile {
     /// A message to another subnet is inducted at the next round, as
     /// PocketIC inducts it (an instance's default).
     PocketIc,
     /// Mainnet's rounds between subnets.
     Mainnet,
+}
+
+/// The profile an instance's latency is, as [`Latency`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// PocketIC's: the next round.
+    PocketIc,
+    /// Mainnet's rounds between subnets.
+    Mainnet,
     /// Some other number of rounds.
     Custom,
+    /// A profile a newer server names that this client does not know.
+    #[serde(other)]
+    Unknown,
 }
 
 /// What [`set_latency`](crate::SimulatorExt::set_latency) asks for:
@@ -27,7 +40,7 @@ pub enum SetLatency {
     /// `{"profile": "mainnet"}` or `{"profile": "pocket-ic"}`.
     Profile {
         /// The profile.
-        profile: Profile,
+        profile: NamedProfile,
     },
     /// `{"xnet_latency_rounds": N}`: rounds from sending a message to
     /// another subnet to its induction there (at most 1,000).
@@ -39,9 +52,9 @@ pub enum SetLatency {
 
 impl SetLatency {
     /// Mainnet's rounds between subnets.
-    pub const MAINNET: SetLatency = SetLatency::Profile { profile: Profile::Mainnet };
+    pub const MAINNET: SetLatency = SetLatency::Profile { profile: NamedProfile::Mainnet };
     /// PocketIC's: the next round.
-    pub const POCKET_IC: SetLatency = SetLatency::Profile { profile: Profile::PocketIc };
+    pub const POCKET_IC: SetLatency = SetLatency::Profile { profile: NamedProfile::PocketIc };
 }
 
 /// An instance's latency: `GET /instances/<id>/_/latency`'s answer.
@@ -341,5 +354,12 @@ mod tests {
         let rounds: SetLatency = serde_json::from_value(json!({"xnet_latency_rounds": 4})).unwrap();
         assert_eq!(rounds, SetLatency::Rounds { xnet_latency_rounds: 4 });
         assert!(serde_json::from_value::<SetLatency>(json!({"profile": "fast"})).is_err());
+        assert!(
+            serde_json::from_value::<SetLatency>(json!({"profile": "custom"})).is_err(),
+            "rounds, not a name"
+        );
+        let newer: Latency =
+            serde_json::from_value(json!({"profile": "testnet", "xnet_latency_rounds": 3})).unwrap();
+        assert_eq!(newer.profile, Profile::Unknown, "a newer server's profile still reads");
     }
 }

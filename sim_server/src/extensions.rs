@@ -6,7 +6,7 @@
 //! `faults`: seeded faults, turned on, reported on, and turned off, as
 //! `ic_model::Engine` reads them for every path.
 
-use ic_sim_client::api::{Latency, Profile, SetLatency};
+use ic_sim_client::api::{Latency, NamedProfile, Profile, SetLatency};
 use sim::Sim;
 
 /// The most rounds a message may take between subnets: beyond this a test
@@ -27,11 +27,8 @@ pub fn latency(sim: &Sim) -> Latency {
 /// Sets the simulator's latency, or says why not (and changes nothing).
 pub fn set_latency(sim: &mut Sim, set: SetLatency) -> Result<Latency, String> {
     let rounds = match set {
-        SetLatency::Profile { profile: Profile::PocketIc } => 0,
-        SetLatency::Profile { profile: Profile::Mainnet } => sim::MAINNET_XNET_LATENCY_ROUNDS,
-        SetLatency::Profile { profile: Profile::Custom } => {
-            return Err("a custom latency is given as {\"xnet_latency_rounds\": N}".into());
-        }
+        SetLatency::Profile { profile: NamedProfile::PocketIc } => 0,
+        SetLatency::Profile { profile: NamedProfile::Mainnet } => sim::MAINNET_XNET_LATENCY_ROUNDS,
         SetLatency::Rounds { xnet_latency_rounds } if xnet_latency_rounds > MAX_XNET_LATENCY_ROUNDS => {
             return Err(format!(
                 "xnet_latency_rounds {xnet_latency_rounds} is more than {MAX_XNET_LATENCY_ROUNDS}"
