@@ -74,10 +74,12 @@ pub trait Backend: Interface {
         Err(format!("{} cannot save its state", self.description()))
     }
 
-    /// The HTTPS outcalls waiting for responses, which a network whose
-    /// policy allows makes ([`crate::OutcallPolicy`]); none if the backend
-    /// makes none.
-    fn pending_outcalls(&self) -> Vec<Outcall> {
+    /// The HTTPS outcalls waiting for responses with an id of `from` or
+    /// more (ids rise: those made since the network last asked), which a
+    /// network whose policy allows makes ([`crate::OutcallPolicy`]); none
+    /// if the backend makes none.
+    fn pending_outcalls(&self, from: u64) -> Vec<Outcall> {
+        let _ = from;
         Vec::new()
     }
 

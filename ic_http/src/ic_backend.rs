@@ -41,8 +41,8 @@ impl<E: Engine> Backend for Ic<E> {
         Some(self.engine.fault_report())
     }
 
-    fn pending_outcalls(&self) -> Vec<Outcall> {
-        Ic::pending_outcalls(self)
+    fn pending_outcalls(&self, from: u64) -> Vec<Outcall> {
+        Ic::pending_outcalls_from(self, from)
     }
 
     fn respond_to_outcall(&mut self, id: u64, response: OutcallResponse) -> Result<(), String> {

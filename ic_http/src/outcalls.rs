@@ -8,7 +8,6 @@
 use ic_error_types::RejectCode;
 use ic_management_canister_types::{HttpHeader, HttpMethod, HttpRequestResult};
 use ic_model::management::http_outcalls::{Outcall, OutcallResponse};
-use std::collections::BTreeSet;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,30 +31,28 @@ pub enum OutcallPolicy {
 /// adapter gives up after 30 s).
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The outcalls started, and the answers that came back.
+/// The id after the last outcall started, and the answers that came back.
 pub(crate) struct Outcaller {
     policy: OutcallPolicy,
-    started: BTreeSet<u64>,
+    next: u64,
     answered: Arc<Mutex<Vec<(u64, OutcallResponse)>>>,
 }
 
 impl Outcaller {
     pub(crate) fn new(policy: OutcallPolicy) -> Self {
-        Self { policy, started: BTreeSet::new(), answered: Arc::default() }
+        Self { policy, next: 0, answered: Arc::default() }
     }
 
     /// Answers the outcalls whose requests came back, and starts the new ones.
     pub(crate) fn step(&mut self, backend: &mut dyn Backend) {
         for (id, response) in std::mem::take(&mut *self.answered.lock().expect("not poisoned")) {
-            self.started.remove(&id);
             if let Err(why) = backend.respond_to_outcall(id, response) {
                 eprintln!("outcall {id}: {why}");
             }
         }
-        for outcall in backend.pending_outcalls() {
-            if !self.started.insert(outcall.id) {
-                continue;
-            }
+        // Only the new ones: those started wait for their answers.
+        for outcall in backend.pending_outcalls(self.next) {
+            self.next = outcall.id.saturating_add(1);
             let (policy, answered) = (self.policy, self.answered.clone());
             std::thread::spawn(move || {
                 let response = make(policy, &outcall);

@@ -184,6 +184,12 @@ impl<E: Engine> Ic<E> {
         self.state.outcalls.pending().cloned().collect()
     }
 
+    /// The pending outcalls with an id of `from` or more: those made since
+    /// the caller last asked, without a copy of the others.
+    pub fn pending_outcalls_from(&self, from: u64) -> Vec<http_outcalls::Outcall> {
+        self.state.outcalls.pending_from(from).cloned().collect()
+    }
+
     /// Answers pending outcall `id` with its node's `response` and, to make
     /// a replicated outcall's nodes disagree, every other node's (`others`);
     /// the canister gets the answer in the next round. Why not, if it

@@ -99,6 +99,11 @@ impl Outcalls {
         self.pending.values()
     }
 
+    /// Those with an id of `from` or more (ids rise), oldest first.
+    pub fn pending_from(&self, from: u64) -> impl Iterator<Item = &Outcall> {
+        self.pending.range(from..).map(|(_, outcall)| outcall)
+    }
+
     /// Whether one more may wait; the reject if [`MAX_PENDING`] already do.
     fn admit(&self) -> Result<(), Reject> {
         if self.pending.len() < MAX_PENDING {
